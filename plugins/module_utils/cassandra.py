@@ -1,0 +1,177 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Cassandra adapter: connection options (password auth, client TLS) and CQL access.
+
+The only place of the collection that imports the DataStax Python driver.
+"""
+
+from __future__ import annotations
+
+import re
+import ssl
+import traceback
+
+try:
+    from cassandra import ConsistencyLevel
+    from cassandra.auth import PlainTextAuthProvider
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import RoundRobinPolicy, WhiteListRoundRobinPolicy
+
+    HAS_DRIVER = True
+    DRIVER_IMPORT_ERROR = None
+except ImportError:
+    HAS_DRIVER = False
+    DRIVER_IMPORT_ERROR = traceback.format_exc()
+
+
+class CassandraError(Exception):
+    """A CQL connection or statement failed."""
+
+
+def cassandra_argument_spec():
+    """Connection options of every module that talks CQL (see doc fragment tactician.nosql.cassandra)."""
+    return dict(
+        login_hosts=dict(type="list", elements="str", default=["127.0.0.1"]),
+        login_port=dict(type="int", default=9042),
+        login_user=dict(type="str"),
+        login_password=dict(type="str", no_log=True),
+        ssl=dict(type="bool", default=False),
+        ssl_ca_file=dict(type="path"),
+        ssl_cert_file=dict(type="path"),
+        ssl_key_file=dict(type="path", no_log=False),
+        ssl_validate=dict(type="bool", default=True),
+        connect_timeout=dict(type="float", default=10.0),
+    )
+
+
+def cassandra_required_together():
+    return [["login_user", "login_password"], ["ssl_cert_file", "ssl_key_file"]]
+
+
+def missing_libraries():
+    return [] if HAS_DRIVER else [("cassandra-driver", DRIVER_IMPORT_ERROR)]
+
+
+def ssl_context(params):
+    """An SSLContext for client TLS from the ssl_* options, or None when ssl is off."""
+    if not params.get("ssl"):
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    if params.get("ssl_validate", True):
+        context.verify_mode = ssl.CERT_REQUIRED
+        if params.get("ssl_ca_file"):
+            context.load_verify_locations(cafile=params["ssl_ca_file"])
+        else:
+            context.load_default_certs()
+    else:
+        context.verify_mode = ssl.CERT_NONE
+    if params.get("ssl_cert_file"):
+        context.load_cert_chain(params["ssl_cert_file"], params.get("ssl_key_file"))
+    return context
+
+
+def connect(params, hosts=None, only_these_hosts=False):
+    """Open (cluster, session). With only_these_hosts, queries go to the given hosts alone."""
+    hosts = list(hosts or params.get("login_hosts") or ["127.0.0.1"])
+    policy = WhiteListRoundRobinPolicy(hosts) if only_these_hosts else RoundRobinPolicy()
+    profile = ExecutionProfile(
+        load_balancing_policy=policy,
+        request_timeout=max(10.0, float(params.get("connect_timeout") or 10.0)),
+        consistency_level=ConsistencyLevel.ONE,
+    )
+    kwargs = dict(
+        contact_points=hosts,
+        port=int(params.get("login_port") or 9042),
+        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        connect_timeout=float(params.get("connect_timeout") or 10.0),
+        control_connection_timeout=float(params.get("connect_timeout") or 10.0),
+        protocol_version=5,
+    )
+    if params.get("login_user"):
+        kwargs["auth_provider"] = PlainTextAuthProvider(
+            username=params["login_user"], password=params.get("login_password") or ""
+        )
+    context = ssl_context(params)
+    if context is not None:
+        kwargs["ssl_context"] = context
+    cluster = Cluster(**kwargs)
+    try:
+        session = cluster.connect()
+    except Exception as exc:
+        cluster.shutdown()
+        raise CassandraError("cannot connect to %s port %s: %s" % (hosts, kwargs["port"], exc)) from exc
+    return cluster, session
+
+
+def local_info(session):
+    """release_version, cluster_name and data center of the node that answers."""
+    row = session.execute("SELECT release_version, cluster_name, data_center FROM system.local").one()
+    return dict(release_version=row.release_version, cluster_name=row.cluster_name, data_center=row.data_center)
+
+
+def keyspace_replication(session, name):
+    """The replication map of keyspace name and its durable_writes flag, or None when it does not exist."""
+    row = session.execute(
+        "SELECT replication, durable_writes FROM system_schema.keyspaces WHERE keyspace_name = %s", (name,)
+    ).one()
+    if row is None:
+        return None
+    return dict(replication=dict(row.replication), durable_writes=bool(row.durable_writes))
+
+
+REPLICATION_CLASSES = ["SimpleStrategy", "NetworkTopologyStrategy"]
+_NAME = re.compile(r"^[A-Za-z0-9_]{1,48}$")
+
+
+def wanted_replication(replication_class, replication_factor=None, data_centers=None):
+    """The replication map as system_schema.keyspaces stores it."""
+    if replication_class == "SimpleStrategy":
+        if not replication_factor or int(replication_factor) < 1:
+            raise CassandraError("replication_factor: must be an integer >= 1 with SimpleStrategy")
+        return {"class": "org.apache.cassandra.locator.SimpleStrategy", "replication_factor": str(int(replication_factor))}
+    if replication_class == "NetworkTopologyStrategy":
+        if not data_centers:
+            raise CassandraError("data_centers: give {dc name: replicas} with NetworkTopologyStrategy")
+        wanted = {"class": "org.apache.cassandra.locator.NetworkTopologyStrategy"}
+        for dc, count in data_centers.items():
+            if int(count) < 0:
+                raise CassandraError("data_centers.%s: replicas must be >= 0" % dc)
+            wanted[str(dc)] = str(int(count))
+        return wanted
+    raise CassandraError(
+        "replication_class: %r is not allowed; choose one of %s" % (replication_class, ", ".join(REPLICATION_CLASSES))
+    )
+
+
+def _cql_map(mapping):
+    return "{" + ", ".join("'%s': '%s'" % (key, value) for key, value in mapping.items()) + "}"
+
+
+def ensure_keyspace(session, name, state, replication=None, durable_writes=True, check_mode=False):
+    """Create, alter or drop a keyspace. Returns dict(changed, queries, diff)."""
+    if not _NAME.match(name or ""):
+        raise CassandraError("name: %r is not a keyspace name (letters, digits, _; at most 48)" % name)
+    current = keyspace_replication(session, name)
+    before = current or {}
+    queries = []
+    if state == "absent":
+        if current is not None:
+            queries.append("DROP KEYSPACE %s" % name)
+        after = {}
+    else:
+        after = dict(replication=replication, durable_writes=bool(durable_writes))
+        if current is None:
+            queries.append(
+                "CREATE KEYSPACE %s WITH replication = %s AND durable_writes = %s"
+                % (name, _cql_map(replication), str(bool(durable_writes)).lower())
+            )
+        elif current != after:
+            queries.append(
+                "ALTER KEYSPACE %s WITH replication = %s AND durable_writes = %s"
+                % (name, _cql_map(replication), str(bool(durable_writes)).lower())
+            )
+    if queries and not check_mode:
+        for query in queries:
+            session.execute(query, timeout=60)
+    return dict(changed=bool(queries), queries=queries, diff=dict(before=before, after=after))

@@ -1,0 +1,117 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""MongoDB adapter: connection options (SCRAM, TLS) and the server facts other parts read.
+
+The only place of the collection that imports pymongo. Written against the documented server API
+(hello, serverStatus); see docs/testing.md for what runs against which server.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+try:
+    from pymongo import MongoClient
+    from pymongo.errors import PyMongoError
+
+    HAS_PYMONGO = True
+    PYMONGO_IMPORT_ERROR = None
+except ImportError:
+    MongoClient = None
+    HAS_PYMONGO = False
+    PYMONGO_IMPORT_ERROR = traceback.format_exc()
+
+    class PyMongoError(Exception):
+        pass
+
+
+AUTH_MECHANISMS = ["SCRAM-SHA-256", "SCRAM-SHA-1"]
+
+
+class MongoAdminError(Exception):
+    """A MongoDB server could not be reached or refused a command."""
+
+
+def mongodb_argument_spec():
+    """Connection options of every module that talks to MongoDB (doc fragment tactician.nosql.mongodb)."""
+    return dict(
+        login_host=dict(type="str", default="127.0.0.1"),
+        login_port=dict(type="int", default=27017),
+        login_user=dict(type="str"),
+        login_password=dict(type="str", no_log=True),
+        login_database=dict(type="str", default="admin"),
+        auth_mechanism=dict(type="str", choices=AUTH_MECHANISMS),
+        replica_set=dict(type="str"),
+        direct_connection=dict(type="bool", default=True),
+        tls=dict(type="bool", default=False),
+        tls_ca_file=dict(type="path"),
+        tls_certificate_key_file=dict(type="path", no_log=False),
+        tls_allow_invalid_certificates=dict(type="bool", default=False),
+        connect_timeout=dict(type="float", default=5.0),
+    )
+
+
+def missing_libraries():
+    return [] if HAS_PYMONGO else [("pymongo", PYMONGO_IMPORT_ERROR)]
+
+
+def client_kwargs(params):
+    """Keyword arguments for MongoClient; credentials travel as arguments, never inside a URI."""
+    timeout_ms = int(float(params.get("connect_timeout") or 5.0) * 1000)
+    kwargs = dict(
+        host=params.get("login_host") or "127.0.0.1",
+        port=int(params.get("login_port") or 27017),
+        connectTimeoutMS=timeout_ms,
+        serverSelectionTimeoutMS=timeout_ms,
+        directConnection=bool(params.get("direct_connection", True)) and not params.get("replica_set"),
+        appname="tactician.nosql",
+    )
+    if params.get("replica_set"):
+        kwargs["replicaSet"] = params["replica_set"]
+    if params.get("login_user"):
+        kwargs.update(
+            username=params["login_user"],
+            password=params.get("login_password") or "",
+            authSource=params.get("login_database") or "admin",
+        )
+        if params.get("auth_mechanism"):
+            kwargs["authMechanism"] = params["auth_mechanism"]
+    if params.get("tls"):
+        kwargs["tls"] = True
+        if params.get("tls_ca_file"):
+            kwargs["tlsCAFile"] = params["tls_ca_file"]
+        if params.get("tls_certificate_key_file"):
+            kwargs["tlsCertificateKeyFile"] = params["tls_certificate_key_file"]
+        if params.get("tls_allow_invalid_certificates"):
+            kwargs["tlsAllowInvalidCertificates"] = True
+    return kwargs
+
+
+def connect(params):
+    return MongoClient(**client_kwargs(params))
+
+
+def server_facts(client):
+    """Version, role and uptime of the server; works on a standalone, a replica set member or mongos."""
+    admin = client.admin
+    try:
+        admin.command("ping")
+        build = admin.command("buildInfo")
+        try:
+            hello = admin.command("hello")
+        except PyMongoError:
+            hello = admin.command("isMaster")
+    except PyMongoError as exc:
+        raise MongoAdminError(str(exc)) from exc
+    if hello.get("msg") == "isdbgrid":
+        role = "mongos"
+    elif hello.get("setName"):
+        role = "primary" if hello.get("isWritablePrimary", hello.get("ismaster")) else "secondary"
+    else:
+        role = "standalone"
+    return dict(
+        version=build.get("version"),
+        role=role,
+        set_name=hello.get("setName"),
+        max_wire_version=hello.get("maxWireVersion"),
+    )

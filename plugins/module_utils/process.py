@@ -1,0 +1,182 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Start, find and stop long-running server processes by PID file.
+
+Plain Python, no Ansible: the daemon modules of the collection are thin faces over this.
+The PID written is the server's own (the process is exec'd directly, never through a shell),
+so a stop reaches the server and not a wrapper.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import socket
+import subprocess
+import time
+
+
+class ProcessError(Exception):
+    """A server process could not be started or stopped as asked."""
+
+
+def read_pid(pid_file):
+    """The PID recorded in pid_file, or None when the file is missing or unreadable."""
+    try:
+        with open(pid_file) as handle:
+            text = handle.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def pid_alive(pid):
+    """True when a process with this PID exists and is not a zombie."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError as exc:
+        if exc.errno == errno.EPERM:
+            return True
+        return False
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return fields[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def pid_cmdline(pid):
+    """The argument vector of a running process (empty when it cannot be read)."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return []
+    return [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
+
+
+def running_pid(pid_file, marker=None):
+    """The PID from pid_file if that process runs (and its command line holds marker), else None."""
+    pid = read_pid(pid_file)
+    if not pid_alive(pid):
+        return None
+    if marker and not any(marker in arg for arg in pid_cmdline(pid)):
+        return None
+    return pid
+
+
+def port_open(host, port, timeout=1.0):
+    """True when a TCP connection to host:port is accepted."""
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def tail(path, lines=30):
+    """The last lines of a text file, for error messages."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 16384))
+            data = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])
+
+
+def spawn(argv, pid_file, log_file, cwd=None, env=None):
+    """Start argv detached from the caller (own session, stdin from /dev/null, output to log_file).
+
+    Returns the PID, which is also written to pid_file.
+    """
+    for path in (pid_file, log_file):
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, exist_ok=True)
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    with open(log_file, "ab") as log, open(os.devnull, "rb") as devnull:
+        try:
+            proc = subprocess.Popen(  # noqa: S603 - argument vector, never a shell
+                argv,
+                cwd=cwd,
+                env=full_env,
+                stdin=devnull,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                close_fds=True,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ProcessError("cannot start %s: %s" % (argv[0], exc)) from exc
+    tmp = pid_file + ".tmp"
+    with open(tmp, "w") as handle:
+        handle.write("%d\n" % proc.pid)
+    os.replace(tmp, pid_file)
+    return proc.pid
+
+
+def wait_until(predicate, timeout, interval=0.5, alive_pid=None, log_file=None, what="condition"):
+    """Poll predicate() until it is true; fail early when alive_pid dies. Returns seconds waited."""
+    start = time.monotonic()
+    while True:
+        if predicate():
+            return time.monotonic() - start
+        if alive_pid is not None and not pid_alive(alive_pid):
+            raise ProcessError(
+                "process %d exited while waiting for %s; last log lines:\n%s"
+                % (alive_pid, what, tail(log_file) if log_file else "")
+            )
+        if time.monotonic() - start > timeout:
+            raise ProcessError(
+                "timed out after %ds waiting for %s%s"
+                % (timeout, what, ("; last log lines:\n" + tail(log_file)) if log_file else "")
+            )
+        time.sleep(interval)
+
+
+def terminate(pid, timeout=60.0, kill_after=True):
+    """SIGTERM pid and wait for it to exit; SIGKILL when it outlives timeout. Returns how it ended."""
+    if not pid_alive(pid):
+        return "not running"
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return "exited"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return "terminated"
+        time.sleep(0.2)
+    if not kill_after:
+        raise ProcessError("process %d still runs %ds after SIGTERM" % (pid, timeout))
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return "terminated"
+    wait_until(lambda: not pid_alive(pid), 15, 0.2, what="process %d to die after SIGKILL" % pid)
+    return "killed"
+
+
+def wait_exit(pid, timeout):
+    """Wait for pid to exit on its own; True when it did within timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.1)
+    return not pid_alive(pid)
+
+
+def remove_pid_file(pid_file):
+    try:
+        os.unlink(pid_file)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,390 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Redis adapter: connection options (ACL user/password, TLS), per-node admin and cluster views.
+
+The only place of the collection that imports redis-py. One plain client per node: a cluster
+client created right after the cluster forms may not see the replicas yet.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+
+try:
+    import redis as redis_lib
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import RedisError
+
+    HAS_REDIS = True
+    REDIS_IMPORT_ERROR = None
+except ImportError:
+    redis_lib = None
+    HAS_REDIS = False
+    REDIS_IMPORT_ERROR = traceback.format_exc()
+
+    class RedisError(Exception):
+        pass
+
+    class RedisConnectionError(RedisError):
+        pass
+
+
+CLUSTER_SLOTS = 16384
+
+
+class RedisAdminError(Exception):
+    """A Redis node could not be reached or refused a command."""
+
+
+def redis_argument_spec():
+    """Connection options of every module that talks to Redis (doc fragment tactician.nosql.redis)."""
+    return dict(
+        login_host=dict(type="str", default="127.0.0.1"),
+        login_port=dict(type="int", default=6379),
+        login_user=dict(type="str"),
+        login_password=dict(type="str", no_log=True),
+        tls=dict(type="bool", default=False),
+        ca_certs=dict(type="path"),
+        client_cert_file=dict(type="path"),
+        client_key_file=dict(type="path", no_log=False),
+        validate_certs=dict(type="bool", default=True),
+        connect_timeout=dict(type="float", default=5.0),
+    )
+
+
+def missing_libraries():
+    return [] if HAS_REDIS else [("redis", REDIS_IMPORT_ERROR)]
+
+
+def split_node(text, default_port=6379):
+    """'host:port' -> (host, port); IPv6 as '[::1]:6379'."""
+    text = str(text).strip()
+    if text.startswith("["):
+        host, _sep, rest = text[1:].partition("]")
+        port = rest.lstrip(":") or default_port
+        return host, int(port)
+    if text.count(":") == 1:
+        host, port = text.split(":")
+        return host, int(port)
+    return text, int(default_port)
+
+
+def client(params, host=None, port=None, retries=True):
+    """A plain redis.Redis for one node with the module's auth and TLS options."""
+    kwargs = dict(
+        host=host or params.get("login_host") or "127.0.0.1",
+        port=int(port or params.get("login_port") or 6379),
+        username=params.get("login_user") or None,
+        password=params.get("login_password") or None,
+        socket_connect_timeout=float(params.get("connect_timeout") or 5.0),
+        socket_timeout=max(5.0, float(params.get("connect_timeout") or 5.0)),
+        decode_responses=True,
+    )
+    if not retries:
+        kwargs["retry"] = None
+        kwargs["retry_on_error"] = []
+    if params.get("tls"):
+        kwargs.update(
+            ssl=True,
+            ssl_ca_certs=params.get("ca_certs"),
+            ssl_certfile=params.get("client_cert_file"),
+            ssl_keyfile=params.get("client_key_file"),
+            ssl_cert_reqs="required" if params.get("validate_certs", True) else "none",
+            ssl_check_hostname=False,
+        )
+    return redis_lib.Redis(**kwargs)
+
+
+def ping(conn):
+    try:
+        return bool(conn.ping())
+    except RedisError:
+        return False
+
+
+def raw_command(conn, *args):
+    """Send a command and return the server's reply unparsed (redis-py's reply parsers change between versions)."""
+    connection = conn.connection_pool.get_connection()
+    try:
+        connection.send_command(*args)
+        reply = connection.read_response()
+    finally:
+        conn.connection_pool.release(connection)
+    return reply.decode("utf-8", "replace") if isinstance(reply, bytes) else reply
+
+
+def cluster_info(conn):
+    """CLUSTER INFO as a dict of strings and ints."""
+    raw = raw_command(conn, "CLUSTER", "INFO")
+    info = {}
+    for line in str(raw).splitlines():
+        if ":" in line:
+            key, value = line.split(":", 1)
+            value = value.strip()
+            info[key] = int(value) if value.lstrip("-").isdigit() else value
+    return info
+
+
+def cluster_nodes(conn):
+    """CLUSTER NODES parsed: list of dicts id, address, flags, master_id, link, slots."""
+    raw = raw_command(conn, "CLUSTER", "NODES")
+    nodes = []
+    for line in str(raw).splitlines():
+        parts = line.split()
+        if len(parts) < 8:
+            continue
+        address = parts[1].split("@")[0]
+        nodes.append(
+            dict(
+                id=parts[0],
+                address=address,
+                flags=parts[2].split(","),
+                master_id=None if parts[3] == "-" else parts[3],
+                link=parts[7],
+                slots=parts[8:],
+            )
+        )
+    return nodes
+
+
+def myself(nodes):
+    for node in nodes:
+        if "myself" in node["flags"]:
+            return node
+    return None
+
+
+def replication_info(conn):
+    info = conn.info("replication")
+    return dict(
+        role=info.get("role"),
+        master_link_status=info.get("master_link_status"),
+        connected_slaves=info.get("connected_slaves", 0),
+    )
+
+
+def node_view(conn):
+    """What one node says about the cluster and its own replication."""
+    info = cluster_info(conn)
+    repl = replication_info(conn)
+    return dict(
+        cluster_state=info.get("cluster_state"),
+        slots_assigned=info.get("cluster_slots_assigned", 0),
+        slots_ok=info.get("cluster_slots_ok", 0),
+        known_nodes=info.get("cluster_known_nodes", 0),
+        size=info.get("cluster_size", 0),
+        role=repl["role"],
+        master_link_status=repl["master_link_status"],
+    )
+
+
+def view_problems(address, view, expected_nodes=None):
+    """Reasons why a node's view is not healthy (empty list when it is)."""
+    problems = []
+    if view.get("cluster_state") != "ok":
+        problems.append("%s: cluster_state is %s" % (address, view.get("cluster_state")))
+    if view.get("slots_ok") != CLUSTER_SLOTS:
+        problems.append("%s: %s of %d slots ok" % (address, view.get("slots_ok"), CLUSTER_SLOTS))
+    if expected_nodes and view.get("known_nodes") != expected_nodes:
+        problems.append("%s: knows %s nodes, expected %d" % (address, view.get("known_nodes"), expected_nodes))
+    if view.get("role") == "slave" and view.get("master_link_status") != "up":
+        problems.append("%s: replica link to its master is %s" % (address, view.get("master_link_status")))
+    return problems
+
+
+def cluster_views(params, nodes):
+    """{address: view or {'error': text}} for every 'host:port' in nodes."""
+    views = {}
+    for address in nodes:
+        host, port = split_node(address)
+        conn = client(params, host, port)
+        try:
+            views[address] = node_view(conn)
+        except RedisError as exc:
+            views[address] = dict(error=str(exc))
+        finally:
+            conn.close()
+    return views
+
+
+def health(params, nodes, expected_nodes=None):
+    """(healthy, problems, views) of a Redis cluster as every listed node sees it."""
+    views = cluster_views(params, nodes)
+    problems = []
+    for address, view in views.items():
+        if "error" in view:
+            problems.append("%s: unreachable: %s" % (address, view["error"]))
+        else:
+            problems.extend(view_problems(address, view, expected_nodes))
+    return not problems, problems, views
+
+
+def summary(healthy, problems, views):
+    """Lines a person reads: the verdict, then each node's role and view of the cluster."""
+    lines = ["Redis: %s (%d nodes)" % ("healthy" if healthy else "NOT healthy", len(views))]
+    for address, view in views.items():
+        if "error" in view:
+            lines.append("  %s unreachable" % address)
+            continue
+        role = "replica (link %s)" % view.get("master_link_status") if view.get("role") == "slave" else "master"
+        lines.append(
+            "  %s %s: cluster_state=%s slots_ok=%s known_nodes=%s"
+            % (address, role, view.get("cluster_state"), view.get("slots_ok"), view.get("known_nodes"))
+        )
+    lines.extend("  problem: %s" % problem for problem in problems)
+    return lines
+
+
+def wait_healthy(params, nodes, timeout, expected_nodes=None, interval=0.5):
+    """Poll until health() is good or timeout; returns (healthy, problems, views, seconds)."""
+    start = time.monotonic()
+    while True:
+        healthy, problems, views = health(params, nodes, expected_nodes)
+        waited = time.monotonic() - start
+        if healthy or waited >= timeout:
+            return healthy, problems, views, round(waited, 3)
+        time.sleep(interval)
+
+
+def slot_ranges(masters):
+    """Split the 16384 slots into contiguous (first, last) ranges, one per master."""
+    ranges = []
+    start = 0
+    for index in range(masters):
+        end = ((index + 1) * CLUSTER_SLOTS) // masters - 1
+        ranges.append((start, end))
+        start = end + 1
+    return ranges
+
+
+def node_ids(conn):
+    me = myself(cluster_nodes(conn))
+    return me["id"] if me else None
+
+
+def cluster_shape(params, nodes, replicas):
+    """Classify the listed nodes: 'formed' (one cluster of exactly these nodes), 'empty' (none in a cluster)
+    or 'partial'; plus details for the message."""
+    details = {}
+    empty = 0
+    for address in nodes:
+        host, port = split_node(address)
+        conn = client(params, host, port)
+        try:
+            info = cluster_info(conn)
+            if info.get("cluster_enabled", 1) in (0, "0"):
+                raise RedisAdminError("%s does not run in cluster mode (cluster-enabled no)" % address)
+            details[address] = dict(
+                known_nodes=info.get("cluster_known_nodes", 0),
+                slots_assigned=info.get("cluster_slots_assigned", 0),
+                cluster_state=info.get("cluster_state"),
+                keys=conn.dbsize(),
+            )
+        except RedisError as exc:
+            raise RedisAdminError("cannot query %s: %s" % (address, exc)) from exc
+        finally:
+            conn.close()
+        if details[address]["known_nodes"] <= 1 and details[address]["slots_assigned"] == 0:
+            empty += 1
+    if empty == len(nodes):
+        return "empty", details
+    if all(d["known_nodes"] == len(nodes) and d["slots_assigned"] == CLUSTER_SLOTS for d in details.values()):
+        return "formed", details
+    return "partial", details
+
+
+def create_cluster(params, nodes, replicas, timeout=60.0):
+    """Form a cluster from empty nodes: the first len(nodes)/(replicas+1) become masters with
+    contiguous slot ranges, the rest replicate them round-robin. Returns the master/replica map."""
+    if len(nodes) % (replicas + 1) != 0:
+        raise RedisAdminError(
+            "nodes: %d nodes cannot be split into masters with %d replicas each" % (len(nodes), replicas)
+        )
+    masters_count = len(nodes) // (replicas + 1)
+    if masters_count < 3:
+        raise RedisAdminError("nodes: a Redis cluster needs at least 3 masters, got %d" % masters_count)
+    conns = {address: client(params, *split_node(address)) for address in nodes}
+    try:
+        masters = nodes[:masters_count]
+        replica_nodes = nodes[masters_count:]
+        for epoch, address in enumerate(nodes, start=1):
+            conns[address].execute_command("CLUSTER SET-CONFIG-EPOCH", epoch)
+        for address, (first, last) in zip(masters, slot_ranges(masters_count)):
+            conns[address].execute_command("CLUSTER ADDSLOTSRANGE", first, last)
+        first_conn = conns[nodes[0]]
+        for address in nodes[1:]:
+            host, port = split_node(address)
+            first_conn.execute_command("CLUSTER MEET", host, port)
+        ids = {address: node_ids(conn) for address, conn in conns.items()}
+
+        def everyone_knows_everyone():
+            for conn in conns.values():
+                known = [n for n in cluster_nodes(conn) if "handshake" not in n["flags"] and "noaddr" not in n["flags"]]
+                if len(known) != len(nodes):
+                    return False
+            return True
+
+        _wait(everyone_knows_everyone, timeout, "every node to know the other %d" % (len(nodes) - 1))
+        layout = {address: [] for address in masters}
+        for index, address in enumerate(replica_nodes):
+            master = masters[index % masters_count]
+            _retry(
+                lambda a=address, m=master: conns[a].execute_command("CLUSTER REPLICATE", ids[m]),
+                timeout,
+                "%s to replicate %s" % (address, master),
+            )
+            layout[master].append(address)
+        return layout
+    finally:
+        for conn in conns.values():
+            conn.close()
+
+
+def _wait(predicate, timeout, what, interval=0.2):
+    start = time.monotonic()
+    while not predicate():
+        if time.monotonic() - start > timeout:
+            raise RedisAdminError("timed out after %ss waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def _retry(call, timeout, what, interval=0.3):
+    start = time.monotonic()
+    while True:
+        try:
+            return call()
+        except RedisError as exc:
+            if time.monotonic() - start > timeout:
+                raise RedisAdminError("gave up on %s after %ss: %s" % (what, timeout, exc)) from exc
+            time.sleep(interval)
+
+
+def cluster_layout(params, nodes):
+    """{master address: [replica addresses]} as the first reachable node sees it."""
+    for address in nodes:
+        conn = client(params, *split_node(address))
+        try:
+            listed = cluster_nodes(conn)
+        except RedisError:
+            continue
+        finally:
+            conn.close()
+        by_id = {n["id"]: n["address"] for n in listed}
+        layout = {n["address"]: [] for n in listed if "master" in n["flags"]}
+        for n in listed:
+            if "slave" in n["flags"] and n["master_id"] in by_id:
+                layout.setdefault(by_id[n["master_id"]], []).append(n["address"])
+        return layout
+    raise RedisAdminError("no node of %s answered CLUSTER NODES" % ", ".join(nodes))
+
+
+def shutdown(params, host, port, save=True):
+    """SHUTDOWN [SAVE|NOSAVE] without client retries (the dropped connection is the expected answer)."""
+    conn = client(params, host, port, retries=False)
+    try:
+        conn.execute_command("SHUTDOWN", "SAVE" if save else "NOSAVE")
+    except RedisConnectionError:
+        pass
+    finally:
+        conn.close()

@@ -1,0 +1,209 @@
+#!/usr/bin/python
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cassandra_daemon
+short_description: Start, stop (drain first) or restart one Apache Cassandra node run from its jars
+description:
+  - Runs C(org.apache.cassandra.service.CassandraDaemon) with the Java 17 module flags that Cassandra ships,
+    detached from Ansible, and records the JVM's own PID.
+  - A started node is found again by its PID file and its configuration path, so a second run changes nothing.
+  - A node is always drained (C(nodetool drain) over local JMX) before it is stopped.
+  - Start returns when the CQL port answers; use M(tactician.nosql.cassandra_health) to wait until the ring sees it UN.
+version_added: 0.1.0
+author:
+  - Tactician maintainers (@tactician)
+options:
+  state:
+    description: Wanted state of the node.
+    type: str
+    choices: [started, stopped, restarted]
+    default: started
+  cassandra_home:
+    description: Directory whose C(lib/) holds the Cassandra jars and C(conf/logback-tools.xml) (nodetool logging).
+    type: path
+    required: true
+  config_file:
+    description: The node's C(cassandra.yaml).
+    type: path
+    required: true
+  logback_file:
+    description: The node's C(logback.xml).
+    type: path
+    required: true
+  storage_dir:
+    description: The node's storage directory (C(cassandra.storagedir)); heap dumps go there too.
+    type: path
+    required: true
+  log_dir:
+    description: The node's log directory; C(system.log) and the JVM's own output C(stdout.log) are written there.
+    type: path
+    required: true
+  pid_file:
+    description: Where the JVM's PID is recorded.
+    type: path
+    required: true
+  rpc_address:
+    description: Address the node serves CQL on.
+    type: str
+    default: 127.0.0.1
+  jmx_host:
+    description: Address its local JMX listens on (Cassandra's local JMX binds to 127.0.0.1 whatever the node's address).
+    type: str
+    default: 127.0.0.1
+  native_port:
+    description: CQL port, polled to know the node started.
+    type: int
+    default: 9042
+  jmx_port:
+    description: Local JMX port of this node (distinct per node on one machine).
+    type: int
+    default: 7199
+  jmx_user:
+    description: JMX user, when JMX authentication is on.
+    type: str
+  jmx_password:
+    description: JMX password; passed to nodetool through a private password file, never on its command line.
+    type: str
+  heap_size:
+    description: JVM heap (C(-Xms) and C(-Xmx)), for example C(512M) or C(1G).
+    type: str
+    default: 512M
+  java:
+    description: The java executable (Java 17).
+    type: path
+    default: java
+  jvm_options:
+    description: Extra JVM options appended before the class path.
+    type: list
+    elements: str
+    default: []
+  fast_start:
+    description:
+      - Shorten the ring delay and gossip settling for a one-machine lab (C(-Dcassandra.ring_delay_ms=5000),
+        C(-Dcassandra.skip_wait_for_gossip_to_settle=0), C(-Dcassandra.superuser_setup_delay_ms=0)).
+    type: bool
+    default: true
+  drain:
+    description: Drain the node before stopping it. Leave on; off only for a node that cannot answer JMX.
+    type: bool
+    default: true
+  force:
+    description: When the drain fails, stop the node anyway (with a warning) instead of failing and leaving it up.
+    type: bool
+    default: false
+  start_timeout:
+    description: Seconds to wait for the CQL port after the JVM starts.
+    type: int
+    default: 240
+  stop_timeout:
+    description: Seconds to wait for the drain and for the JVM to exit after SIGTERM (then SIGKILL).
+    type: int
+    default: 90
+  restart_on_change:
+    description:
+      - With O(state=started), restart a running server whose cassandra.yaml or logback.xml was modified after it started.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+notes:
+  - Needs Java 17 on the managed node. Runs no shell; the JVM command line carries no secret.
+"""
+
+EXAMPLES = r"""
+- name: Start node 2 of the lab
+  tactician.nosql.cassandra_daemon:
+    cassandra_home: /opt/tactician/cassandra/5.0.9
+    config_file: /var/lib/tactician/lab/cassandra/node2/conf/cassandra.yaml
+    logback_file: /var/lib/tactician/lab/cassandra/node2/conf/logback.xml
+    storage_dir: /var/lib/tactician/lab/cassandra/node2/data
+    log_dir: /var/lib/tactician/lab/cassandra/node2/logs
+    pid_file: /var/lib/tactician/lab/cassandra/node2/cassandra.pid
+    rpc_address: 127.0.0.2
+    jmx_port: 7299
+
+- name: Drain and stop it
+  tactician.nosql.cassandra_daemon:
+    state: stopped
+    cassandra_home: /opt/tactician/cassandra/5.0.9
+    config_file: /var/lib/tactician/lab/cassandra/node2/conf/cassandra.yaml
+    logback_file: /var/lib/tactician/lab/cassandra/node2/conf/logback.xml
+    storage_dir: /var/lib/tactician/lab/cassandra/node2/data
+    log_dir: /var/lib/tactician/lab/cassandra/node2/logs
+    pid_file: /var/lib/tactician/lab/cassandra/node2/cassandra.pid
+    rpc_address: 127.0.0.2
+    jmx_port: 7299
+"""
+
+RETURN = r"""
+pid:
+  description: PID of the running JVM (null once stopped).
+  returned: always
+  type: int
+  sample: 41235
+actions:
+  description: What was done (or would be, in check mode), in order.
+  returned: always
+  type: list
+  elements: str
+  sample: [drain, stop (terminated), start]
+timings:
+  description: Seconds taken by each step.
+  returned: always
+  type: dict
+  sample: {drain: 2.41, stop: 3.02, start: 38.7}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.tactician.nosql.plugins.module_utils.cassandra_server import CassandraServerError
+from ansible_collections.tactician.nosql.plugins.module_utils.daemons import STATES, DaemonError, cassandra_daemon
+from ansible_collections.tactician.nosql.plugins.module_utils.process import ProcessError
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", choices=STATES, default="started"),
+            restart_on_change=dict(type="bool", default=False),
+            cassandra_home=dict(type="path", required=True),
+            config_file=dict(type="path", required=True),
+            logback_file=dict(type="path", required=True),
+            storage_dir=dict(type="path", required=True),
+            log_dir=dict(type="path", required=True),
+            pid_file=dict(type="path", required=True),
+            rpc_address=dict(type="str", default="127.0.0.1"),
+            native_port=dict(type="int", default=9042),
+            jmx_host=dict(type="str", default="127.0.0.1"),
+            jmx_port=dict(type="int", default=7199),
+            jmx_user=dict(type="str"),
+            jmx_password=dict(type="str", no_log=True),
+            heap_size=dict(type="str", default="512M"),
+            java=dict(type="path", default="java"),
+            jvm_options=dict(type="list", elements="str", default=[]),
+            fast_start=dict(type="bool", default=True),
+            drain=dict(type="bool", default=True),
+            force=dict(type="bool", default=False),
+            start_timeout=dict(type="int", default=240),
+            stop_timeout=dict(type="int", default=90),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        result = cassandra_daemon(module.params, module.check_mode)
+    except (DaemonError, ProcessError, CassandraServerError) as exc:
+        module.fail_json(msg=str(exc))
+    for warning in result.pop("warnings"):
+        module.warn(warning)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+#!/usr/bin/python
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cassandra_health
+short_description: Check (and wait) until every Cassandra node sees every other node Up/Normal
+description:
+  - Runs C(nodetool status) against every listed node, so the ring is judged as each peer sees it, not as one
+    node reports itself, and opens a CQL session to each node (with the connection options) to prove it serves
+    clients.
+  - Polls until healthy or O(wait_timeout) runs out; fails with every problem found when the cluster is not healthy.
+version_added: 0.1.0
+author:
+  - Tactician maintainers (@tactician)
+extends_documentation_fragment:
+  - tactician.nosql.cassandra
+options:
+  nodes:
+    description: The nodes to ask.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      address:
+        description: The node's listen/rpc address, as C(nodetool status) shows it.
+        type: str
+        required: true
+      jmx_host:
+        description: Address of its local JMX.
+        type: str
+        default: 127.0.0.1
+      jmx_port:
+        description: Its JMX port.
+        type: int
+        default: 7199
+      native_port:
+        description: Its CQL port, when not O(login_port).
+        type: int
+  expected_nodes:
+    description: Addresses that every node must see UN; defaults to the addresses of O(nodes).
+    type: list
+    elements: str
+  cassandra_home:
+    description: Directory whose C(lib/) holds the Cassandra jars (nodetool runs from them).
+    type: path
+    required: true
+  java:
+    description: The java executable.
+    type: path
+    default: java
+  jmx_user:
+    description: JMX user, when JMX authentication is on.
+    type: str
+  jmx_password:
+    description: JMX password (through a private password file, never a command line).
+    type: str
+  check_cql:
+    description: Also open a CQL session to each node.
+    type: bool
+    default: true
+  wait_timeout:
+    description: Seconds to keep polling before declaring the cluster unhealthy; 0 checks once.
+    type: int
+    default: 0
+  fail_when_unhealthy:
+    description: Fail when the cluster is not healthy (otherwise return O(healthy=false)).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Wait until the three lab nodes all see each other UN
+  tactician.nosql.cassandra_health:
+    cassandra_home: /opt/tactician/cassandra/5.0.9
+    login_user: cassandra
+    login_password: "{{ cassandra_password }}"
+    nodes:
+      - {address: 127.0.0.1, jmx_port: 7199}
+      - {address: 127.0.0.2, jmx_port: 7299}
+      - {address: 127.0.0.3, jmx_port: 7399}
+    wait_timeout: 300
+"""
+
+RETURN = r"""
+healthy:
+  description: Every node sees every expected node UN (and answers CQL when O(check_cql)).
+  returned: always
+  type: bool
+problems:
+  description: What is wrong, one line per finding.
+  returned: always
+  type: list
+  elements: str
+views:
+  description: Per node, the state of every peer as it sees it (C(status)), its release version (C(cql)) or the errors.
+  returned: always
+  type: dict
+  sample: {"127.0.0.1": {"status": {"127.0.0.1": UN, "127.0.0.2": UN}, "cql": "5.0.9"}}
+waited:
+  description: Seconds spent polling.
+  returned: always
+  type: float
+summary:
+  description: The verdict and each node's view, as lines for a person.
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
+from ansible_collections.tactician.nosql.plugins.module_utils import cassandra_cluster
+from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+
+
+def main():
+    argument_spec = cql.cassandra_argument_spec()
+    argument_spec.update(
+        nodes=dict(
+            type="list",
+            elements="dict",
+            required=True,
+            options=dict(
+                address=dict(type="str", required=True),
+                jmx_host=dict(type="str", default="127.0.0.1"),
+                jmx_port=dict(type="int", default=7199),
+                native_port=dict(type="int"),
+            ),
+        ),
+        expected_nodes=dict(type="list", elements="str"),
+        cassandra_home=dict(type="path", required=True),
+        java=dict(type="path", default="java"),
+        jmx_user=dict(type="str"),
+        jmx_password=dict(type="str", no_log=True),
+        check_cql=dict(type="bool", default=True),
+        wait_timeout=dict(type="int", default=0),
+        fail_when_unhealthy=dict(type="bool", default=True),
+    )
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        required_together=cql.cassandra_required_together(),
+        supports_check_mode=True,
+    )
+    if module.params["check_cql"]:
+        fail_imports(module, cql.missing_libraries())
+    healthy, problems, views, waited = cassandra_cluster.wait_healthy(module.params, module.params["nodes"], module.params["wait_timeout"])
+    result = dict(
+        changed=False,
+        healthy=healthy,
+        problems=problems,
+        views=views,
+        waited=waited,
+        summary=cassandra_cluster.summary(healthy, problems, views),
+    )
+    if not healthy and module.params["fail_when_unhealthy"]:
+        module.fail_json(msg="Cassandra cluster not healthy: " + "; ".join(problems), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+#!/usr/bin/python
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: mongodb_health
+short_description: Check that a MongoDB server answers, and report its version and role
+description:
+  - Connects with the connection options (SCRAM, TLS), runs C(ping), C(buildInfo) and C(hello) (C(isMaster) on
+    servers without C(hello)), and reports the server version and whether it is a standalone, a replica set
+    primary or secondary, or a C(mongos).
+version_added: 0.1.0
+author:
+  - Tactician maintainers (@tactician)
+extends_documentation_fragment:
+  - tactician.nosql.mongodb
+options:
+  fail_when_unhealthy:
+    description: Fail when the server does not answer (otherwise return O(healthy=false)).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: The MongoDB server answers
+  tactician.nosql.mongodb_health:
+    login_host: 127.0.0.1
+    login_user: tactician
+    login_password: "{{ mongodb_password }}"
+    auth_mechanism: SCRAM-SHA-256
+"""
+
+RETURN = r"""
+healthy:
+  description: The server answered ping, buildInfo and hello.
+  returned: always
+  type: bool
+server:
+  description: Version, role (standalone, primary, secondary, mongos), replica set name and wire version.
+  returned: when healthy
+  type: dict
+  sample: {version: "8.0.4", role: primary, set_name: rs0, max_wire_version: 25}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.tactician.nosql.plugins.module_utils import mongodb
+from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+
+
+def main():
+    argument_spec = mongodb.mongodb_argument_spec()
+    argument_spec.update(fail_when_unhealthy=dict(type="bool", default=True))
+    module = AnsibleModule(
+        argument_spec=argument_spec,
+        required_together=[["login_user", "login_password"]],
+        supports_check_mode=True,
+    )
+    fail_imports(module, mongodb.missing_libraries())
+    client = None
+    try:
+        client = mongodb.connect(module.params)
+        server = mongodb.server_facts(client)
+    except (mongodb.MongoAdminError, mongodb.PyMongoError) as exc:
+        if module.params["fail_when_unhealthy"]:
+            module.fail_json(msg="MongoDB server not healthy: %s" % exc, healthy=False)
+        module.exit_json(changed=False, healthy=False, error=str(exc))
+    finally:
+        if client is not None:
+            client.close()
+    module.exit_json(changed=False, healthy=True, server=server)
+
+
+if __name__ == "__main__":
+    main()
