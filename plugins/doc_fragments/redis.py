@@ -8,7 +8,7 @@ class ModuleDocFragment:
     DOCUMENTATION = r"""
 options:
   login_host:
-    description: Address of the Redis node to talk to (modules that take O(nodes) use it for nothing else).
+    description: Address of the Redis node to talk to (modules that take a list of nodes use it for nothing else).
     type: str
     default: 127.0.0.1
   login_port:

@@ -129,7 +129,10 @@ def wanted_replication(replication_class, replication_factor=None, data_centers=
     if replication_class == "SimpleStrategy":
         if not replication_factor or int(replication_factor) < 1:
             raise CassandraError("replication_factor: must be an integer >= 1 with SimpleStrategy")
-        return {"class": "org.apache.cassandra.locator.SimpleStrategy", "replication_factor": str(int(replication_factor))}
+        return {
+            "class": "org.apache.cassandra.locator.SimpleStrategy",
+            "replication_factor": str(int(replication_factor)),
+        }
     if replication_class == "NetworkTopologyStrategy":
         if not data_centers:
             raise CassandraError("data_centers: give {dc name: replicas} with NetworkTopologyStrategy")

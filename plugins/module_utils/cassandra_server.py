@@ -183,9 +183,7 @@ def run_nodetool(cassandra_home, host, jmx_port, args, java="java", jmx_user=Non
                 handle.write("%s %s\n" % (jmx_user or "", jmx_password))
         argv = nodetool_argv(cassandra_home, host, jmx_port, args, java, jmx_user, password_file)
         try:
-            proc = subprocess.run(  # noqa: S603 - argument vector
-                argv, capture_output=True, text=True, timeout=timeout, check=False
-            )
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired as exc:
             raise CassandraServerError(
                 "nodetool %s on %s:%s timed out after %ss" % (" ".join(args), host, jmx_port, timeout)

@@ -41,8 +41,11 @@ def config_newer_than_process(pid_file, files):
 
 def _wanted_state(params, pid, files):
     state = params["state"]
-    if state == "started" and pid and params.get("restart_on_change") and config_newer_than_process(
-        params["pid_file"], files
+    if (
+        state == "started"
+        and pid
+        and params.get("restart_on_change")
+        and config_newer_than_process(params["pid_file"], files)
     ):
         return "restarted"
     return state

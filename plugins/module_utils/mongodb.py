@@ -3,7 +3,7 @@
 """MongoDB adapter: connection options (SCRAM, TLS) and the server facts other parts read.
 
 The only place of the collection that imports pymongo. Written against the documented server API
-(hello, serverStatus); see docs/testing.md for what runs against which server.
+(hello, serverStatus); see docs/testing-mongodb.md for what runs against which server.
 """
 
 from __future__ import annotations
@@ -106,7 +106,14 @@ def server_facts(client):
     if hello.get("msg") == "isdbgrid":
         role = "mongos"
     elif hello.get("setName"):
-        role = "primary" if hello.get("isWritablePrimary", hello.get("ismaster")) else "secondary"
+        if hello.get("isWritablePrimary", hello.get("ismaster")):
+            role = "primary"
+        elif hello.get("secondary"):
+            role = "secondary"
+        elif hello.get("arbiterOnly"):
+            role = "arbiter"
+        else:
+            role = "other"
     else:
         role = "standalone"
     return dict(

@@ -104,7 +104,7 @@ def spawn(argv, pid_file, log_file, cwd=None, env=None):
         full_env.update(env)
     with open(log_file, "ab") as log, open(os.devnull, "rb") as devnull:
         try:
-            proc = subprocess.Popen(  # noqa: S603 - argument vector, never a shell
+            proc = subprocess.Popen(
                 argv,
                 cwd=cwd,
                 env=full_env,

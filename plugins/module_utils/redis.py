@@ -310,7 +310,7 @@ def create_cluster(params, nodes, replicas, timeout=60.0):
         replica_nodes = nodes[masters_count:]
         for epoch, address in enumerate(nodes, start=1):
             conns[address].execute_command("CLUSTER SET-CONFIG-EPOCH", epoch)
-        for address, (first, last) in zip(masters, slot_ranges(masters_count)):
+        for address, (first, last) in zip(masters, slot_ranges(masters_count), strict=True):
             conns[address].execute_command("CLUSTER ADDSLOTSRANGE", first, last)
         first_conn = conns[nodes[0]]
         for address in nodes[1:]:

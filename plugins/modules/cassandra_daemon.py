@@ -51,7 +51,8 @@ options:
     type: str
     default: 127.0.0.1
   jmx_host:
-    description: Address its local JMX listens on (Cassandra's local JMX binds to 127.0.0.1 whatever the node's address).
+    description:
+      - Address its local JMX listens on (Cassandra's local JMX binds to 127.0.0.1 whatever the node's address).
     type: str
     default: 127.0.0.1
   native_port:
@@ -105,13 +106,16 @@ options:
     default: 90
   restart_on_change:
     description:
-      - With O(state=started), restart a running server whose cassandra.yaml or logback.xml was modified after it started.
+      - With O(state=started), restart a running server whose cassandra.yaml or logback.xml was modified
+        after it started.
     type: bool
     default: false
 attributes:
   check_mode:
+    description: Can run in check mode and return the changed status a real run would report.
     support: full
   diff_mode:
+    description: Returns no diff.
     support: none
 notes:
   - Needs Java 17 on the managed node. Runs no shell; the JVM command line carries no secret.

@@ -66,13 +66,15 @@ options:
     type: int
     default: 0
   fail_when_unhealthy:
-    description: Fail when the cluster is not healthy (otherwise return O(healthy=false)).
+    description: Fail when the cluster is not healthy (otherwise return RV(healthy=false)).
     type: bool
     default: true
 attributes:
   check_mode:
+    description: Can run in check mode and return the changed status a real run would report.
     support: full
   diff_mode:
+    description: Returns no diff.
     support: none
 """
 
@@ -152,7 +154,9 @@ def main():
     )
     if module.params["check_cql"]:
         fail_imports(module, cql.missing_libraries())
-    healthy, problems, views, waited = cassandra_cluster.wait_healthy(module.params, module.params["nodes"], module.params["wait_timeout"])
+    healthy, problems, views, waited = cassandra_cluster.wait_healthy(
+        module.params, module.params["nodes"], module.params["wait_timeout"]
+    )
     result = dict(
         changed=False,
         healthy=healthy,

@@ -36,7 +36,7 @@ options:
     type: int
     default: 1
   data_centers:
-    description: Replicas per data center with C(NetworkTopologyStrategy), for example C({datacenter1: 3}).
+    description: "Replicas per data center with C(NetworkTopologyStrategy), for example C({datacenter1: 3})."
     type: dict
   durable_writes:
     description: Write the commit log for this keyspace.
@@ -44,8 +44,10 @@ options:
     default: true
 attributes:
   check_mode:
+    description: Can run in check mode and return the changed status a real run would report.
     support: full
   diff_mode:
+    description: Returns the replication before and after when run with C(--diff).
     support: full
 notes:
   - Raising the replication factor does not stream existing data; run C(nodetool repair) on the keyspace afterwards.
@@ -66,7 +68,10 @@ queries:
   returned: always
   type: list
   elements: str
-  sample: ["CREATE KEYSPACE tactician WITH replication = {'class': 'SimpleStrategy', 'replication_factor': '3'} AND durable_writes = true"]
+  sample:
+    - >-
+      CREATE KEYSPACE tactician WITH replication = {'class': 'org.apache.cassandra.locator.SimpleStrategy',
+      'replication_factor': '3'} AND durable_writes = true
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -10,7 +10,7 @@ short_description: Check that a MongoDB server answers, and report its version a
 description:
   - Connects with the connection options (SCRAM, TLS), runs C(ping), C(buildInfo) and C(hello) (C(isMaster) on
     servers without C(hello)), and reports the server version and whether it is a standalone, a replica set
-    primary or secondary, or a C(mongos).
+    primary, secondary or arbiter (C(other) for a member in another state), or a C(mongos).
 version_added: 0.1.0
 author:
   - Tactician maintainers (@tactician)
@@ -18,13 +18,15 @@ extends_documentation_fragment:
   - tactician.nosql.mongodb
 options:
   fail_when_unhealthy:
-    description: Fail when the server does not answer (otherwise return O(healthy=false)).
+    description: Fail when the server does not answer (otherwise return RV(healthy=false)).
     type: bool
     default: true
 attributes:
   check_mode:
+    description: Can run in check mode and return the changed status a real run would report.
     support: full
   diff_mode:
+    description: Returns no diff.
     support: none
 """
 
@@ -43,7 +45,7 @@ healthy:
   returned: always
   type: bool
 server:
-  description: Version, role (standalone, primary, secondary, mongos), replica set name and wire version.
+  description: Version, role (standalone, primary, secondary, arbiter, other, mongos), replica set name, wire version.
   returned: when healthy
   type: dict
   sample: {version: "8.0.4", role: primary, set_name: rs0, max_wire_version: 25}

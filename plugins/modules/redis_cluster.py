@@ -34,8 +34,10 @@ options:
     default: 120
 attributes:
   check_mode:
+    description: Can run in check mode and return the changed status a real run would report.
     support: full
   diff_mode:
+    description: Returns no diff.
     support: none
 """
 

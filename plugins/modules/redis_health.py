@@ -30,13 +30,15 @@ options:
     type: int
     default: 0
   fail_when_unhealthy:
-    description: Fail when the cluster is not healthy (otherwise return O(healthy=false)).
+    description: Fail when the cluster is not healthy (otherwise return RV(healthy=false)).
     type: bool
     default: true
 attributes:
   check_mode:
+    description: Can run in check mode and return the changed status a real run would report.
     support: full
   diff_mode:
+    description: Returns no diff.
     support: none
 """
 

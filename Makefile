@@ -1,0 +1,42 @@
+# The two commands of the README, and their parts.
+SHELL := /bin/bash
+VENV := $(CURDIR)/.venv/bin
+export PATH := $(VENV):$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+.PHONY: lab lab-up lab-status lab-down test bootstrap lint sanity units integration molecule build clean-lab
+
+lab: bootstrap lab-up  ## bring up the local lab and show its health
+
+lab-up:
+	ansible-playbook playbooks/lab_up.yml
+
+lab-status: bootstrap
+	ansible-playbook playbooks/lab_status.yml
+
+lab-down: bootstrap
+	ansible-playbook playbooks/lab_down.yml
+
+test: bootstrap  ## the whole suite: lint, sanity, unit, integration, molecule
+	scripts/run-tests.sh
+
+bootstrap:
+	scripts/bootstrap.sh
+
+lint: bootstrap
+	scripts/run-tests.sh lint
+
+sanity: bootstrap
+	scripts/run-tests.sh sanity
+
+units: bootstrap
+	scripts/run-tests.sh units
+
+integration: bootstrap
+	scripts/run-tests.sh integration
+
+molecule: bootstrap
+	scripts/run-tests.sh molecule
+
+build: bootstrap
+	ansible-galaxy collection build --force --output-path .build/dist

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything the project needs on a fresh Debian 12 machine, and nothing twice:
+#   - Debian packages: Redis (server + tools), Java 17, Maven, rsync;
+#   - a Python virtual environment in .venv with the pinned requirements.txt;
+#   - the collection link .collections/ansible_collections/tactician/nosql -> the checkout.
+# The Cassandra jars are resolved from Maven Central by the cassandra_node role when a node is first started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+need_apt=()
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+command -v rsync >/dev/null 2>&1 || need_apt+=(rsync)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "bootstrap: installing Debian packages: ${need_apt[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 14) else 1)'; then
+  echo "bootstrap: $python is $("$python" -V 2>&1); Python 3.11 to 3.13 is needed (set PYTHON=...)" >&2
+  exit 1
+fi
+stamp=.venv/.requirements.sha256
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "bootstrap: creating .venv with the pinned requirements"
+  [ -x .venv/bin/python ] || "$python" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r requirements.txt
+  echo "$want" > "$stamp"
+fi
+
+mkdir -p .collections/ansible_collections/tactician
+ln -sfn ../../.. .collections/ansible_collections/tactician/nosql
+mkdir -p .ansible/tmp
+echo "bootstrap: ready ($(.venv/bin/ansible --version | head -n1), $(java -version 2>&1 | head -n1), $(redis-server --version | cut -d' ' -f1-3))"

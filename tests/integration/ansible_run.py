@@ -1,0 +1,78 @@
+"""Run a playbook of the collection for real through ansible-runner and return its per-task results."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+
+import ansible_runner
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+
+
+class PlaybookResult:
+    def __init__(self, returncode, stats, results, stdout):
+        self.returncode = returncode
+        self._stats = stats or {}
+        self.results = results
+        self.stderr = stdout
+
+    def changed(self, host=None):
+        """Number of changed tasks on host (or summed over all hosts)."""
+        per_host = self._stats.get("changed", {}) or {}
+        return per_host.get(host, 0) if host else sum(per_host.values())
+
+    @property
+    def stats(self):
+        return self._stats
+
+    def task(self, name, host="localhost"):
+        """The result of the last task named name on host (loops: the task's final result)."""
+        found = [res for (task, where, res) in self.results if task == name and where == host]
+        if not found:
+            raise KeyError("no task %r ran on %s; ran: %s" % (name, host, sorted({t for t, _h, _r in self.results})))
+        return found[-1]
+
+
+def run_playbook(playbook, inventory, extra_vars=None, check=False, diff=False):
+    """ansible-playbook with ansible-runner; never raises on a failed play (assert on returncode)."""
+    private = tempfile.mkdtemp(prefix="tactician-runner-")
+    cmdline = " ".join(flag for flag, on in (("--check", check), ("--diff", diff)) if on)
+    envvars = dict(
+        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"),
+        ANSIBLE_NOCOLOR="1",
+        PATH=BIN + os.pathsep + os.environ.get("PATH", ""),
+    )
+    results = []
+
+    def on_event(event):
+        data = event.get("event_data", {})
+        if event.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable"):
+            res = dict(data.get("res") or {})
+            if event["event"] == "runner_on_failed":
+                res["failed"] = True
+            if event["event"] == "runner_on_skipped":
+                res["skipped"] = True
+            results.append((data.get("task"), data.get("host"), res))
+        return True
+
+    try:
+        runner = ansible_runner.run(
+            private_data_dir=private,
+            project_dir=ROOT,
+            playbook=os.path.join(ROOT, playbook) if not os.path.isabs(playbook) else playbook,
+            inventory=inventory,
+            extravars=extra_vars or {},
+            cmdline=cmdline or None,
+            envvars=envvars,
+            quiet=True,
+            event_handler=on_event,
+        )
+        stdout = runner.stdout.read() if runner.stdout else ""
+        return PlaybookResult(runner.rc, runner.stats, results, stdout[-6000:])
+    finally:
+        shutil.rmtree(private, ignore_errors=True)

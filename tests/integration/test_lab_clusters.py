@@ -1,0 +1,177 @@
+"""Integration tests against real servers: one Cassandra 5.0 node and a 3+3 Redis cluster, brought up and
+torn down by the collection's own lab playbooks with the test inventory."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+from ansible_run import ROOT, run_playbook
+
+from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
+from ansible_collections.tactician.nosql.plugins.module_utils import process
+
+pytestmark = pytest.mark.integration
+
+INVENTORY = os.path.join(ROOT, "tests", "integration", "inventory", "test_cluster")
+LAB_DIR = os.path.join(ROOT, ".lab", "test")
+CASSANDRA_HOME = os.path.join(ROOT, ".lab", "cassandra-5.0.9")
+PLAYBOOKS = os.path.join(ROOT, "tests", "integration", "playbooks")
+REDIS_NODES = ["127.0.0.1:%d" % port for port in range(6391, 6397)]
+CASSANDRA_LOGIN = dict(login_hosts=["127.0.0.11"], login_user="cassandra", login_password="cassandra")
+
+
+def _pid_files():
+    return glob.glob(os.path.join(LAB_DIR, "cassandra", "*", "cassandra.pid")) + glob.glob(
+        os.path.join(LAB_DIR, "redis", "*", "redis.pid")
+    )
+
+
+def _running():
+    return [path for path in _pid_files() if process.running_pid(path)]
+
+
+def _redis_password():
+    with open(os.path.join(LAB_DIR, "secrets", "redis-password")) as handle:
+        return handle.read().split()[0]
+
+
+@pytest.fixture(scope="module")
+def clusters():
+    up = run_playbook("playbooks/lab_up.yml", INVENTORY)
+    try:
+        assert up.returncode == 0, up.stderr + str(up.data)[-4000:]
+        yield up
+    finally:
+        down = run_playbook("playbooks/lab_down.yml", INVENTORY)
+        assert down.returncode == 0, down.stderr + str(down.data)[-4000:]
+        assert _running() == [], "processes left running after lab_down: %s" % _running()
+
+
+def test_lab_up_reports_healthy_clusters(clusters):
+    cassandra = clusters.task("Ask every Cassandra node how it sees the ring")
+    redis = clusters.task("Ask every Redis node how it sees the cluster")
+    assert cassandra["healthy"], cassandra["problems"]
+    assert cassandra["views"]["127.0.0.11"]["status"] == {"127.0.0.11": "UN"}
+    assert redis["healthy"], redis["problems"]
+    roles = sorted(view["role"] for view in redis["views"].values())
+    assert roles == ["master"] * 3 + ["slave"] * 3
+    assert all(view["cluster_state"] == "ok" for view in redis["views"].values())
+
+
+def test_lab_up_again_changes_nothing(clusters):
+    again = run_playbook("playbooks/lab_up.yml", INVENTORY)
+    assert again.returncode == 0, again.stderr
+    assert again.changed() == 0, again.stats
+
+
+def test_lab_up_check_mode_changes_nothing(clusters):
+    check = run_playbook("playbooks/lab_up.yml", INVENTORY, check=True)
+    assert check.returncode == 0, check.stderr
+    assert check.changed() == 0, check.stats
+
+
+def test_keyspace_check_run_again_then_server(clusters):
+    name = "it_keyspace"
+    params = dict(CASSANDRA_LOGIN)
+    cluster, session = cql.connect(params)
+    try:
+        session.execute("DROP KEYSPACE IF EXISTS %s" % name)
+        keyspace = os.path.join(PLAYBOOKS, "keyspace.yml")
+        check = run_playbook(keyspace, INVENTORY, dict(ks_name=name, ks_rf=1), check=True, diff=True)
+        assert check.returncode == 0, check.stderr
+        result = check.task("Keyspace")
+        assert result["changed"] and result["queries"][0].startswith("CREATE KEYSPACE it_keyspace")
+        assert cql.keyspace_replication(session, name) is None, "check mode created the keyspace"
+
+        real = run_playbook(keyspace, INVENTORY, dict(ks_name=name, ks_rf=1))
+        assert real.task("Keyspace")["changed"]
+        again = run_playbook(keyspace, INVENTORY, dict(ks_name=name, ks_rf=1))
+        assert again.task("Keyspace")["changed"] is False
+        stored = cql.keyspace_replication(session, name)
+        assert stored["replication"]["replication_factor"] == "1"
+
+        dropped = run_playbook(keyspace, INVENTORY, dict(ks_name=name, ks_state="absent"))
+        assert dropped.task("Keyspace")["changed"]
+        assert cql.keyspace_replication(session, name) is None
+    finally:
+        cluster.shutdown()
+
+
+@pytest.mark.parametrize(
+    "extra, field",
+    [
+        (dict(ks_name="bad-name"), "name"),
+        (dict(ks_name="ok_name", ks_rf=0), "replication_factor"),
+    ],
+)
+def test_keyspace_bad_input_names_the_field(clusters, extra, field):
+    result = run_playbook(os.path.join(PLAYBOOKS, "keyspace.yml"), INVENTORY, extra)
+    assert result.returncode != 0
+    task = result.task("Keyspace")
+    assert task["failed"] and task["msg"].startswith(field + ":"), task["msg"]
+
+
+def test_cassandra_refuses_a_wrong_password(clusters):
+    with pytest.raises(cql.CassandraError):
+        cql.connect(dict(CASSANDRA_LOGIN, login_password="not-the-password"))
+    result = run_playbook(
+        os.path.join(PLAYBOOKS, "health.yml"),
+        INVENTORY,
+        dict(
+            cassandra_home=CASSANDRA_HOME,
+            cassandra_password="not-the-password",
+            redis_user="tactician",
+            redis_password=_redis_password(),
+        ),
+    )
+    health = result.task("Cassandra health")
+    assert health["healthy"] is False
+    assert any("CQL not answering" in problem for problem in health["problems"])
+    assert result.task("Redis health")["healthy"] is True
+
+
+def test_redis_default_user_is_refused(clusters):
+    result = run_playbook(os.path.join(PLAYBOOKS, "health.yml"), INVENTORY, dict(cassandra_home=CASSANDRA_HOME))
+    health = result.task("Redis health")
+    assert health["healthy"] is False
+    assert all("unreachable" in problem for problem in health["problems"])
+
+
+def test_redis_cluster_serves_reads_and_writes(clusters):
+    import redis
+    from redis.cluster import ClusterNode, RedisCluster
+
+    client = RedisCluster(
+        startup_nodes=[ClusterNode("127.0.0.1", 6391)],
+        username="tactician",
+        password=_redis_password(),
+        decode_responses=True,
+    )
+    try:
+        for index in range(300):
+            client.set("it:key:%d" % index, "value-%d" % index)
+        assert all(client.get("it:key:%d" % index) == "value-%d" % index for index in range(300))
+        masters_with_keys = sum(1 for node in client.get_primaries() if client.dbsize(target_nodes=node) > 0)
+        assert masters_with_keys == 3
+    finally:
+        client.close()
+    with pytest.raises(redis.exceptions.AuthenticationError):
+        redis.Redis(host="127.0.0.1", port=6391, username="tactician", password="wrong").ping()
+
+
+def test_cassandra_setting_change_restarts_the_node_and_is_live(clusters):
+    extra = dict(cassandra_node_settings=dict(key_cache_size="24MiB"))
+    changed = run_playbook("playbooks/lab_up.yml", INVENTORY, extra)
+    assert changed.returncode == 0, changed.stderr
+    daemon = changed.task("Run the node (drained before any stop)", host="test-cassandra1")
+    assert daemon["changed"] and daemon["actions"][0] == "drain" and "start" in daemon["actions"]
+    cluster, session = cql.connect(dict(CASSANDRA_LOGIN))
+    try:
+        row = session.execute("SELECT value FROM system_views.settings WHERE name = 'key_cache_size'").one()
+        assert row.value in ("24MiB", "24")
+    finally:
+        cluster.shutdown()
+    back = run_playbook("playbooks/lab_up.yml", INVENTORY)
+    assert back.returncode == 0 and back.changed("test-cassandra1") >= 1
