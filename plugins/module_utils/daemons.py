@@ -161,7 +161,7 @@ def redis_daemon(params, check_mode=False):
         argv = [params.get("redis_server") or "redis-server", params["config_file"], "--daemonize", "no"]
         with watch.step("start"):
             pid = process.spawn(argv, params["pid_file"], log_file, cwd=os.path.dirname(params["config_file"]))
-            conn = redis_adapter.client(params, host, port)
+            conn = redis_adapter.client(params, host, port, retries=False)
             try:
                 process.wait_until(
                     lambda: redis_adapter.ping(conn),

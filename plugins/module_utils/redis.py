@@ -198,7 +198,7 @@ def cluster_views(params, nodes):
     views = {}
     for address in nodes:
         host, port = split_node(address)
-        conn = client(params, host, port)
+        conn = client(params, host, port, retries=False)
         try:
             views[address] = node_view(conn)
         except RedisError as exc:

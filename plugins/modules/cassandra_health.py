@@ -28,6 +28,9 @@ options:
         description: The node's listen/rpc address, as C(nodetool status) shows it.
         type: str
         required: true
+      host:
+        description: Inventory name of the node, for reports only.
+        type: str
       jmx_host:
         description: Address of its local JMX.
         type: str
@@ -133,6 +136,7 @@ def main():
             required=True,
             options=dict(
                 address=dict(type="str", required=True),
+                host=dict(type="str"),
                 jmx_host=dict(type="str", default="127.0.0.1"),
                 jmx_port=dict(type="int", default=7199),
                 native_port=dict(type="int"),
