@@ -5,14 +5,13 @@ answer CQL. Health is what the cluster sees, not what one node says about itself
 
 from __future__ import annotations
 
-import time
-
 from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.cassandra_server import (
     CassandraServerError,
     parse_status,
     run_nodetool,
 )
+from ansible_collections.tactician.nosql.plugins.module_utils.common import poll_health
 
 
 def node_views(params, nodes):
@@ -68,17 +67,14 @@ def problems_of(views, expected):
 
 
 def wait_healthy(params, nodes, timeout, interval=3.0):
-    """Poll until every node sees every expected node UN (and answers CQL); returns
-    (healthy, problems, views, seconds waited)."""
+    """Poll until every node sees every expected node UN (and answers CQL); the report of common.poll_health."""
     expected = params.get("expected_nodes") or [node["address"] for node in nodes]
-    start = time.monotonic()
-    while True:
+
+    def check():
         views = node_views(params, nodes)
-        problems = problems_of(views, expected)
-        waited = round(time.monotonic() - start, 3)
-        if not problems or waited >= timeout:
-            return not problems, problems, views, waited
-        time.sleep(interval)
+        return problems_of(views, expected), views
+
+    return poll_health(check, timeout, interval)
 
 
 def summary(healthy, problems, views):

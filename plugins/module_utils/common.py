@@ -20,6 +20,27 @@ def fail_imports(module, missing):
     )
 
 
+def poll_health(check, timeout, interval):
+    """Call check() -> (problems, views) until it finds no problem or timeout seconds have passed.
+
+    Returns dict(healthy, problems, views, waited): the report every health check of the collection gives."""
+    start = time.monotonic()
+    while True:
+        problems, views = check()
+        waited = time.monotonic() - start
+        if not problems or waited >= timeout:
+            return dict(healthy=not problems, problems=problems, views=views, waited=round(waited, 3))
+        time.sleep(interval)
+
+
+def exit_health(module, store, report, summary):
+    """End a health module: the report and its summary lines; fail when unhealthy and fail_when_unhealthy."""
+    result = dict(report, changed=False, summary=summary)
+    if not report["healthy"] and module.params["fail_when_unhealthy"]:
+        module.fail_json(msg="%s cluster not healthy: %s" % (store, "; ".join(report["problems"])), **result)
+    module.exit_json(**result)
+
+
 class Stopwatch:
     """Records how long each named step took (seconds, rounded to ms)."""
 

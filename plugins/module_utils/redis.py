@@ -11,6 +11,9 @@ from __future__ import annotations
 import time
 import traceback
 
+from ansible_collections.tactician.nosql.plugins.module_utils.common import poll_health
+from ansible_collections.tactician.nosql.plugins.module_utils.process import ProcessError, wait_until
+
 try:
     import redis as redis_lib
     from redis.exceptions import ConnectionError as RedisConnectionError
@@ -208,16 +211,15 @@ def cluster_views(params, nodes):
     return views
 
 
-def health(params, nodes, expected_nodes=None):
-    """(healthy, problems, views) of a Redis cluster as every listed node sees it."""
-    views = cluster_views(params, nodes)
+def problems_of(views, expected_nodes=None):
+    """Every finding that makes the cluster unhealthy, from the nodes' views."""
     problems = []
     for address, view in views.items():
         if "error" in view:
             problems.append("%s: unreachable: %s" % (address, view["error"]))
         else:
             problems.extend(view_problems(address, view, expected_nodes))
-    return not problems, problems, views
+    return problems
 
 
 def summary(healthy, problems, views):
@@ -237,14 +239,13 @@ def summary(healthy, problems, views):
 
 
 def wait_healthy(params, nodes, timeout, expected_nodes=None, interval=0.5):
-    """Poll until health() is good or timeout; returns (healthy, problems, views, seconds)."""
-    start = time.monotonic()
-    while True:
-        healthy, problems, views = health(params, nodes, expected_nodes)
-        waited = time.monotonic() - start
-        if healthy or waited >= timeout:
-            return healthy, problems, views, round(waited, 3)
-        time.sleep(interval)
+    """Poll every node until the cluster is healthy or timeout; the report of common.poll_health."""
+
+    def check():
+        views = cluster_views(params, nodes)
+        return problems_of(views, expected_nodes), views
+
+    return poll_health(check, timeout, interval)
 
 
 def slot_ranges(masters):
@@ -341,12 +342,11 @@ def create_cluster(params, nodes, replicas, timeout=60.0):
             conn.close()
 
 
-def _wait(predicate, timeout, what, interval=0.2):
-    start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > timeout:
-            raise RedisAdminError("timed out after %ss waiting for %s" % (timeout, what))
-        time.sleep(interval)
+def _wait(predicate, timeout, what):
+    try:
+        wait_until(predicate, timeout, 0.2, what=what)
+    except ProcessError as exc:
+        raise RedisAdminError(str(exc)) from exc
 
 
 def _retry(call, timeout, what, interval=0.3):

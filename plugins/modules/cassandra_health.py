@@ -124,7 +124,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
 from ansible_collections.tactician.nosql.plugins.module_utils import cassandra_cluster
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.common import exit_health, fail_imports
 
 
 def main():
@@ -158,20 +158,10 @@ def main():
     )
     if module.params["check_cql"]:
         fail_imports(module, cql.missing_libraries())
-    healthy, problems, views, waited = cassandra_cluster.wait_healthy(
-        module.params, module.params["nodes"], module.params["wait_timeout"]
+    report = cassandra_cluster.wait_healthy(module.params, module.params["nodes"], module.params["wait_timeout"])
+    exit_health(
+        module, "Cassandra", report, cassandra_cluster.summary(report["healthy"], report["problems"], report["views"])
     )
-    result = dict(
-        changed=False,
-        healthy=healthy,
-        problems=problems,
-        views=views,
-        waited=waited,
-        summary=cassandra_cluster.summary(healthy, problems, views),
-    )
-    if not healthy and module.params["fail_when_unhealthy"]:
-        module.fail_json(msg="Cassandra cluster not healthy: " + "; ".join(problems), **result)
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -98,15 +98,17 @@ def main():
             module.exit_json(changed=True, layout={}, views={}, waited=0.0)
         if changed:
             redis_adapter.create_cluster(params, nodes, params["replicas"], timeout=params["wait_timeout"])
-        healthy, problems, views, waited = redis_adapter.wait_healthy(
-            params, nodes, params["wait_timeout"], expected_nodes=len(nodes)
-        )
-        if not healthy:
-            module.fail_json(msg="Redis cluster not healthy: " + "; ".join(problems), views=views, changed=changed)
+        report = redis_adapter.wait_healthy(params, nodes, params["wait_timeout"], expected_nodes=len(nodes))
+        if not report["healthy"]:
+            module.fail_json(
+                msg="Redis cluster not healthy: " + "; ".join(report["problems"]),
+                views=report["views"],
+                changed=changed,
+            )
         layout = redis_adapter.cluster_layout(params, nodes)
     except redis_adapter.RedisAdminError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=changed, layout=layout, views=views, waited=waited)
+    module.exit_json(changed=changed, layout=layout, views=report["views"], waited=report["waited"])
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ summary:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.common import exit_health, fail_imports
 
 
 def main():
@@ -93,20 +93,10 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     fail_imports(module, redis_adapter.missing_libraries())
     params = module.params
-    healthy, problems, views, waited = redis_adapter.wait_healthy(
+    report = redis_adapter.wait_healthy(
         params, params["nodes"], params["wait_timeout"], expected_nodes=params["expected_nodes"] or len(params["nodes"])
     )
-    result = dict(
-        changed=False,
-        healthy=healthy,
-        problems=problems,
-        views=views,
-        waited=waited,
-        summary=redis_adapter.summary(healthy, problems, views),
-    )
-    if not healthy and params["fail_when_unhealthy"]:
-        module.fail_json(msg="Redis cluster not healthy: " + "; ".join(problems), **result)
-    module.exit_json(**result)
+    exit_health(module, "Redis", report, redis_adapter.summary(report["healthy"], report["problems"], report["views"]))
 
 
 if __name__ == "__main__":
