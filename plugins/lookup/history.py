@@ -1,0 +1,190 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: history
+short_description: Read workload samples and configuration changes back from the history store
+description:
+  - Reads the history store that the collection's modules write (workload samples of schema
+    C(tactician.workload_sample/v1), the configurations each node ran) for the clusters given as terms.
+  - C(kind=samples) gives the samples, oldest first; C(kind=transitions) the configuration changes as
+    C(time), C(node), C(from_config_id), C(to_config_id); C(kind=configs) the configuration log with each
+    entry's C(config).
+  - With several clusters the lists are joined in the order of the terms.
+  - Only reads. A history file that does not exist is an error; the lookup never creates one.
+version_added: 0.1.0
+author:
+  - Tactician maintainers (@tactician)
+options:
+  _terms:
+    description: Cluster names.
+    required: true
+    type: list
+    elements: str
+  path:
+    description:
+      - The history file, or a URL (C(sqlite:///absolute/path)).
+      - Defaults to E(TACTICIAN_HISTORY) when set, else C(~/.local/share/tactician/history.sqlite3).
+    type: str
+    env:
+      - name: TACTICIAN_HISTORY
+  kind:
+    description: What to read.
+    type: str
+    choices: [samples, transitions, configs]
+    default: samples
+  store:
+    description: Only samples of this store (C(kind=samples) only).
+    type: str
+    choices: [cassandra, redis, mongodb]
+  node:
+    description: Only this node (C(address:port), or C(cluster) for cluster-wide entries).
+    type: str
+  window_s:
+    description: Only samples covering windows of this many seconds (C(kind=samples) only).
+    type: float
+  last:
+    description: Keep the newest N entries of each cluster (N windows for samples); C(0) keeps all.
+    type: int
+    default: 10
+  since:
+    description: Only entries at or after this time, unix seconds or ISO 8601 (no zone means UTC).
+    type: str
+  until:
+    description: Only entries at or before this time, unix seconds or ISO 8601 (no zone means UTC).
+    type: str
+  field:
+    description:
+      - Return only this value of each entry, a dotted path such as C(ops_per_s.read), C(hit_ratio.key_cache)
+        or C(to_config_id).
+    type: str
+"""
+
+EXAMPLES = r"""
+- name: Reads per second over the last 10 windows of one node
+  ansible.builtin.debug:
+    msg: "{{ query('tactician.nosql.history', 'lab', node='127.0.0.1:9042', field='ops_per_s.read') }}"
+
+- name: The read ratio of the cluster aggregate, every 30 s window since a time
+  ansible.builtin.set_fact:
+    read_ratios: >-
+      {{ query('tactician.nosql.history', 'lab', node='cluster', window_s=30, since='2026-05-09T09:00:00Z',
+               last=0, field='read_ratio') }}
+
+- name: Configuration changes since a date
+  ansible.builtin.debug:
+    msg: "{{ query('tactician.nosql.history', 'lab', kind='transitions', since='2026-05-01T00:00:00Z', last=0) }}"
+
+- name: A history file elsewhere
+  ansible.builtin.debug:
+    msg: "{{ query('tactician.nosql.history', 'lab', path='sqlite:///srv/tactician/history.sqlite3', last=1) }}"
+"""
+
+RETURN = r"""
+_raw:
+  description:
+    - One entry per sample, transition or configuration log entry, oldest first within each cluster;
+      with O(field), the value at that path in each entry.
+  type: list
+  elements: raw
+"""
+
+import os
+
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+
+from ansible_collections.tactician.nosql.plugins.module_utils.history import (
+    default_history_path,
+    open_history,
+)
+
+KINDS = ("samples", "transitions", "configs")
+
+
+def _pluck(entry, field):
+    value = entry
+    walked = []
+    for part in field.split("."):
+        walked.append(part)
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+            continue
+        keys = ", ".join(sorted(value)) if isinstance(value, dict) else "none, %r is not a mapping" % (value,)
+        raise AnsibleLookupError("history: field %r: no %r; keys there: %s" % (field, ".".join(walked), keys))
+    return value
+
+
+def _local_path(path):
+    """The file a path or sqlite:// URL names, or None for other URLs (left to open_history)."""
+    if "://" not in path:
+        return os.path.expanduser(path)
+    if path.startswith("sqlite://"):
+        return "/" + path[len("sqlite://") :].lstrip("/")
+    return None
+
+
+def history_lookup(
+    terms,
+    path=None,
+    kind="samples",
+    store=None,
+    node=None,
+    last=10,
+    since=None,
+    until=None,
+    field=None,
+    window_s=None,
+):
+    """What the history lookup returns for terms (cluster names); errors as AnsibleLookupError."""
+    if not terms:
+        raise AnsibleLookupError("history: give at least one cluster name")
+    if kind not in KINDS:
+        raise AnsibleLookupError("history: kind %r is not known; allowed: %s" % (kind, ", ".join(KINDS)))
+    if not isinstance(last, int) or isinstance(last, bool) or last < 0:
+        raise AnsibleLookupError("history: last %r is not a whole number >= 0 (0 keeps all)" % (last,))
+    path = path or default_history_path()
+    local = _local_path(path)
+    if local is not None and not os.path.exists(local):
+        raise AnsibleLookupError(
+            "history: the history file %s does not exist (set path= or TACTICIAN_HISTORY to the file that the"
+            " collection's modules write; the lookup never creates one)" % local
+        )
+    try:
+        history = open_history(path, readonly=True)
+    except (ValueError, NotImplementedError) as exc:
+        raise AnsibleLookupError("history: %s" % exc) from None
+    entries = []
+    try:
+        with history:
+            for cluster in terms:
+                if kind == "samples":
+                    found = history.samples(
+                        store=store, cluster=cluster, node=node, since=since, until=until, last=last, window_s=window_s
+                    )
+                elif kind == "configs":
+                    found = history.config_log(cluster, node=node, since=since, until=until, last=last)
+                    for entry in found:
+                        entry["config"] = history.get_config(entry["config_id"])
+                else:
+                    found = history.transitions(cluster, since=since, until=until, node=node)
+                    if last:
+                        found = found[-last:]
+                entries.extend(found)
+    except ValueError as exc:
+        raise AnsibleLookupError("history: %s" % exc) from None
+    if field:
+        return [_pluck(entry, field) for entry in entries]
+    return entries
+
+
+class LookupModule(LookupBase):
+    def run(self, terms, variables=None, **kwargs):
+        self.set_options(var_options=variables, direct=kwargs)
+        options = {
+            name: self.get_option(name)
+            for name in ("path", "kind", "store", "node", "last", "since", "until", "field", "window_s")
+        }
+        return history_lookup(terms, **options)
