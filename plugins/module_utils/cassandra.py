@@ -178,3 +178,22 @@ def ensure_keyspace(session, name, state, replication=None, durable_writes=True,
         for query in queries:
             session.execute(query, timeout=60)
     return dict(changed=bool(queries), queries=queries, diff=dict(before=before, after=after))
+
+
+def prepare_ycsb_table(session, keyspace, table="usertable", fieldcount=10, replication_factor=1, truncate=False):
+    """Keyspace and table in the layout of the YCSB bindings (y_id text key, fieldN blob); truncate to reload."""
+    for name, field in ((keyspace, "keyspace"), (table, "table")):
+        if not _NAME.match(name or ""):
+            raise CassandraError("%s: %r is not a CQL name (letters, digits, _; at most 48)" % (field, name))
+    if keyspace_replication(session, keyspace) is None:
+        session.execute(
+            "CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s"
+            % (keyspace, _cql_map(wanted_replication("SimpleStrategy", replication_factor))),
+            timeout=60,
+        )
+    columns = ", ".join("field%d blob" % index for index in range(int(fieldcount)))
+    session.execute(
+        "CREATE TABLE IF NOT EXISTS %s.%s (y_id text PRIMARY KEY, %s)" % (keyspace, table, columns), timeout=60
+    )
+    if truncate:
+        session.execute("TRUNCATE %s.%s" % (keyspace, table), timeout=120)

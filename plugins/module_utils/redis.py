@@ -388,3 +388,19 @@ def shutdown(params, host, port, save=True):
         pass
     finally:
         conn.close()
+
+
+def flush_masters(params, nodes):
+    """FLUSHALL on every master of the listed nodes (replicas follow): the reload step of a cold evaluation."""
+    flushed = []
+    for address in nodes:
+        conn = client(params, *split_node(address), retries=False)
+        try:
+            if replication_info(conn)["role"] == "master":
+                conn.execute_command("FLUSHALL")
+                flushed.append(address)
+        except RedisError as exc:
+            raise RedisAdminError("cannot flush %s: %s" % (address, exc)) from exc
+        finally:
+            conn.close()
+    return flushed

@@ -175,3 +175,67 @@ def test_cassandra_setting_change_restarts_the_node_and_is_live(clusters):
         cluster.shutdown()
     back = run_playbook("playbooks/lab_up.yml", INVENTORY)
     assert back.returncode == 0 and back.changed("test-cassandra1") >= 1
+
+
+DRIVER_HOME = os.path.join(LAB_DIR, "load-driver")
+
+
+def _load(store, hosts, user, password, workload, properties, **extra):
+    return run_playbook(
+        os.path.join(PLAYBOOKS, "load.yml"),
+        INVENTORY,
+        dict(
+            load_store=store,
+            driver_home=DRIVER_HOME,
+            load_hosts=hosts,
+            load_user=user,
+            load_password=password,
+            load_workload=workload,
+            load_properties=properties,
+            **extra,
+        ),
+    )
+
+
+def test_load_driver_on_cassandra_loads_and_runs_workload_a(clusters):
+    result = _load(
+        "cassandra", ["127.0.0.11"], "cassandra", "cassandra", "a", {"recordcount": 2000, "operationcount": 4000}
+    )
+    assert result.returncode == 0, result.stderr
+    load, run = result.task("Load")["results"]
+    assert load["phase"] == "load" and load["operations"]["insert"]["count"] == 2000
+    assert run["failed_total"] == 0 and run["throughput"] > 0
+    assert run["operations"]["read"]["count"] + run["operations"]["update"]["count"] == 4000
+    assert 0.4 < run["operations"]["read"]["count"] / 4000 < 0.6
+    assert run["operations"]["read"]["p99_ms"] >= run["operations"]["read"]["p50_ms"] > 0
+    cluster, session = cql.connect(dict(CASSANDRA_LOGIN))
+    try:
+        assert session.execute("SELECT count(*) FROM ycsb_it.usertable").one()[0] == 2000
+    finally:
+        cluster.shutdown()
+
+
+def test_load_driver_on_redis_cluster_with_two_processes(clusters):
+    result = _load(
+        "redis",
+        REDIS_NODES[:3],
+        "tactician",
+        _redis_password(),
+        "b",
+        {"recordcount": 3000, "operationcount": 6000},
+        load_processes=2,
+    )
+    assert result.returncode == 0, result.stderr
+    load, run = result.task("Load")["results"]
+    assert load["processes"] == 2 and load["operations"]["insert"]["count"] == 3000
+    assert run["failed_total"] == 0
+    assert run["operations"]["read"]["count"] + run["operations"]["update"]["count"] == 6000
+
+
+def test_load_driver_names_the_unreachable_host_and_writes_nothing(clusters):
+    result = _load(
+        "cassandra", ["127.0.0.99"], "cassandra", "cassandra", "c", {"recordcount": 10, "operationcount": 10}
+    )
+    assert result.returncode != 0
+    task = result.task("Load")
+    assert task["failed"] and task["msg"].startswith("hosts:") and "127.0.0.99" in task["msg"]

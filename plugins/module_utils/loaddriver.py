@@ -1,0 +1,277 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""The YCSB-compatible load driver: runs YCSB's client (site.ycsb.Client, a JVM) with the collection's
+bindings against Cassandra, a Redis Cluster or MongoDB, in one or several processes, and reads back
+throughput, latency percentiles and failed operations.
+
+A JVM client costs far less CPU per operation than a Python one, so it can saturate a lab node
+(a Python client is bound by its own CPU at ~3.8K reads/s on two cores). Credentials travel in a
+properties file written with mode 0600 and removed afterwards, never on a command line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import subprocess
+import tempfile
+import time
+
+STORES = {
+    "cassandra": "tactician.ycsb.CassandraCqlDB",
+    "redis": "tactician.ycsb.RedisClusterDB",
+    "mongodb": "tactician.ycsb.MongoDbDB",
+}
+PHASES = ["load", "run"]
+PERCENTILES = (50, 95, 99, 99.9)
+_SECRET_PROPERTIES = ("cassandra.password", "redis.password", "mongodb.password")
+
+
+class LoadDriverError(Exception):
+    """The load driver could not run as asked."""
+
+
+def classpath(home):
+    lib = os.path.join(home, "lib")
+    classes = os.path.join(home, "classes")
+    if not os.path.isdir(lib) or not os.path.isdir(os.path.join(classes, "tactician", "ycsb")):
+        raise LoadDriverError(
+            "driver_home: %s has no lib/ and compiled classes/; install it with role tactician.nosql.load_driver" % home
+        )
+    return os.path.join(lib, "*") + os.pathsep + classes
+
+
+def base_properties(workload_properties, threads, target, status_interval=None):
+    """YCSB properties of a run: the workload's, plus client threads, target and HDR percentiles."""
+    props = {key: to_text(value) for key, value in workload_properties.items() if value is not None}
+    props.update(
+        {
+            "workload": props.get("workload", "site.ycsb.workloads.CoreWorkload"),
+            "threadcount": str(int(threads)),
+            "measurementtype": "hdrhistogram",
+            "hdrhistogram.percentiles": ",".join(_fmt(p) for p in PERCENTILES),
+        }
+    )
+    if target:
+        props["target"] = str(int(target))
+    if status_interval:
+        props["status.interval"] = str(int(status_interval))
+    return props
+
+
+def split_for_processes(props, phase, processes):
+    """One property set per client process: the load phase splits the key range (insertstart/insertcount),
+    the run phase splits the operation count and the target rate."""
+    processes = max(1, int(processes))
+    out = []
+    records = int(props.get("recordcount", 1000))
+    operations = int(props.get("operationcount", 1000))
+    target = int(props.get("target", 0) or 0)
+    threads = int(props.get("threadcount", 1))
+    start = int(props.get("insertstart", 0))
+    for index in range(processes):
+        part = dict(props)
+        part["threadcount"] = str(max(1, threads // processes + (1 if index < threads % processes else 0)))
+        if target:
+            part["target"] = str(max(1, target // processes))
+        if phase == "load":
+            first = start + records * index // processes
+            last = start + records * (index + 1) // processes
+            part["insertstart"] = str(first)
+            part["insertcount"] = str(last - first)
+        else:
+            part["operationcount"] = str(operations // processes + (1 if index < operations % processes else 0))
+        out.append(part)
+    return out
+
+
+def write_properties(path, props):
+    """Write a Java properties file readable by its owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        for key in sorted(props):
+            handle.write("%s=%s\n" % (_escape(key), _escape(props[key])))
+
+
+def client_argv(java, home, store, phase, props_file, heap="512m"):
+    if store not in STORES:
+        raise LoadDriverError("store: %r is not allowed; choose one of %s" % (store, ", ".join(STORES)))
+    if phase not in PHASES:
+        raise LoadDriverError("phase: %r is not allowed; choose one of %s" % (phase, ", ".join(PHASES)))
+    return [
+        java,
+        "-Xmx" + heap,
+        "-XX:+UseParallelGC",
+        "-cp",
+        classpath(home),
+        "site.ycsb.Client",
+        "-load" if phase == "load" else "-t",
+        "-db",
+        STORES[store],
+        "-P",
+        props_file,
+        "-s",
+    ]
+
+
+_LINE = re.compile(r"^\[([A-Z0-9_-]+)\], ([^,]+), ([-0-9.eE]+|NaN)\s*$")
+_PCT = re.compile(r"^([0-9.]+)(?:th)?PercentileLatency\(us\)$")
+
+
+def parse_output(text):
+    """YCSB's summary lines -> {'runtime_ms', 'throughput', 'operations': {op: {...}}, 'failed': {op: n}}."""
+    result = {"runtime_ms": None, "throughput": None, "operations": {}, "failed": {}}
+    for line in text.splitlines():
+        match = _LINE.match(line.strip())
+        if not match:
+            continue
+        section, metric, raw = match.groups()
+        value = float(raw) if raw != "NaN" else None
+        if section == "OVERALL":
+            if metric == "RunTime(ms)":
+                result["runtime_ms"] = value
+            elif metric == "Throughput(ops/sec)":
+                result["throughput"] = value
+            continue
+        if section.endswith("-FAILED"):
+            if metric == "Operations":
+                result["failed"][section[: -len("-FAILED")].lower()] = int(value or 0)
+            continue
+        if section in ("CLEANUP", "TOTAL_GCS", "TOTAL_GC_TIME", "TOTAL_GC_TIME_%") or section.startswith("TOTAL_GC"):
+            continue
+        op = result["operations"].setdefault(section.lower(), {"count": 0, "returns": {}})
+        pct = _PCT.match(metric)
+        if metric == "Operations":
+            op["count"] = int(value or 0)
+        elif metric == "AverageLatency(us)":
+            op["avg_ms"] = _ms(value)
+        elif metric == "MaxLatency(us)":
+            op["max_ms"] = _ms(value)
+        elif pct:
+            op["p%s_ms" % _label(float(pct.group(1)))] = _ms(value)
+        elif metric.startswith("Return="):
+            op["returns"][metric[len("Return=") :]] = int(value or 0)
+    for name, op in result["operations"].items():
+        bad = sum(count for status, count in op["returns"].items() if status not in ("OK", "NOT_FOUND"))
+        if bad:
+            result["failed"][name] = max(result["failed"].get(name, 0), bad)
+    return result
+
+
+def merge(parts):
+    """Combine the results of parallel client processes: counts and throughputs add up; a latency percentile
+    is the worst of the processes' (an upper bound of the combined one)."""
+    if len(parts) == 1:
+        return parts[0]
+    merged = {"runtime_ms": 0.0, "throughput": 0.0, "operations": {}, "failed": {}}
+    for part in parts:
+        merged["runtime_ms"] = max(merged["runtime_ms"], part["runtime_ms"] or 0.0)
+        merged["throughput"] += part["throughput"] or 0.0
+        for name, count in part["failed"].items():
+            merged["failed"][name] = merged["failed"].get(name, 0) + count
+        for name, op in part["operations"].items():
+            into = merged["operations"].setdefault(name, {"count": 0, "returns": {}})
+            weight_before = into["count"]
+            into["count"] += op["count"]
+            for status, count in op["returns"].items():
+                into["returns"][status] = into["returns"].get(status, 0) + count
+            for key, value in op.items():
+                if key.endswith("_ms") and value is not None:
+                    if key == "avg_ms":
+                        total = into["count"] or 1
+                        into[key] = ((into.get(key) or 0.0) * weight_before + value * op["count"]) / total
+                    else:
+                        into[key] = max(into.get(key) or 0.0, value)
+    return merged
+
+
+def process_cpu_seconds(pid):
+    """User + system CPU seconds a process has used so far (None when it cannot be read)."""
+    try:
+        with open("/proc/%d/stat" % int(pid)) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, ValueError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
+
+
+def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600, workdir=None, server_pids=()):
+    """Run one phase with `processes` client JVMs; returns the merged result plus the driver's CPU seconds and,
+    for the server processes given by PID, theirs (the CPU split between driver and server)."""
+    parts = split_for_processes(props, phase, processes)
+    servers_before = {pid: process_cpu_seconds(pid) for pid in server_pids}
+    tmp = tempfile.mkdtemp(prefix="tactician-load-", dir=workdir)
+    procs = []
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    try:
+        for index, part in enumerate(parts):
+            path = os.path.join(tmp, "client-%d.properties" % index)
+            write_properties(path, part)
+            out = open(os.path.join(tmp, "client-%d.out" % index), "w+")
+            argv = client_argv(java, home, store, phase, path, heap)
+            procs.append((subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, text=True), out))
+        results = []
+        deadline = started + timeout
+        for proc, out in procs:
+            try:
+                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired as exc:
+                for other, _out in procs:
+                    other.kill()
+                raise LoadDriverError("the %s phase did not finish within %ss" % (phase, timeout)) from exc
+            out.seek(0)
+            text = out.read()
+            if proc.returncode != 0 or "[OVERALL]" not in text:
+                raise LoadDriverError("YCSB client failed (exit %s): %s" % (proc.returncode, _tail(_redact(text))))
+            results.append(parse_output(text))
+    finally:
+        for _proc, out in procs:
+            out.close()
+        for name in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, name))
+        os.rmdir(tmp)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    merged = merge(results)
+    merged["wall_s"] = round(time.monotonic() - started, 3)
+    merged["client_cpu_s"] = round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 3)
+    server_cpu = [process_cpu_seconds(pid) - start for pid, start in servers_before.items() if start is not None]
+    merged["server_cpu_s"] = round(sum(c for c in server_cpu if c is not None), 3) if server_cpu else None
+    merged["processes"] = len(parts)
+    merged["phase"] = phase
+    merged["store"] = store
+    merged["failed_total"] = sum(merged["failed"].values())
+    return merged
+
+
+def _redact(text):
+    for prop in _SECRET_PROPERTIES:
+        text = re.sub(r"(%s\s*=\s*)\S+" % re.escape(prop), r"\1********", text)
+    return text
+
+
+def _tail(text, lines=15):
+    return " | ".join(text.strip().splitlines()[-lines:])
+
+
+def _ms(value):
+    return None if value is None else round(value / 1000.0, 3)
+
+
+def _label(pct):
+    return ("%g" % pct).replace(".", "")
+
+
+def _fmt(pct):
+    return "%g" % pct
+
+
+def to_text(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _escape(text):
+    return str(text).replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=").replace(":", "\\:")

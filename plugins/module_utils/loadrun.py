@@ -1,0 +1,203 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Glue of the load module and CLI: a validated plan from parameters (workload spec, store properties, phases),
+then its execution (prepare or reload the store through its adapter, run each phase with the load driver)."""
+
+from __future__ import annotations
+
+from ansible_collections.tactician.nosql.plugins.module_utils import loaddriver, ycsb
+
+STORES = tuple(loaddriver.STORES)
+
+
+class LoadError(Exception):
+    """Bad parameters or a failed run; the message names the field or the host."""
+
+
+def _store_properties(params, spec):
+    store = params["store"]
+    hosts = params["hosts"]
+    user = params.get("login_user") or ""
+    password = params.get("login_password") or ""
+    if store == "cassandra":
+        props = {
+            "cassandra.hosts": ",".join(hosts),
+            "cassandra.port": params.get("port") or 9042,
+            "cassandra.keyspace": params.get("keyspace") or "ycsb",
+            "cassandra.readconsistencylevel": params.get("consistency") or "ONE",
+            "cassandra.writeconsistencylevel": params.get("consistency") or "ONE",
+            "cassandra.ssl": bool(params.get("tls")),
+        }
+        if params.get("ca_file"):
+            props["cassandra.ssl.cafile"] = params["ca_file"]
+        if user:
+            props.update({"cassandra.username": user, "cassandra.password": password})
+    elif store == "redis":
+        props = {
+            "redis.nodes": ",".join(hosts),
+            "redis.tls": bool(params.get("tls")),
+            # Scans need the key index; a workload without scans then sends one command per operation.
+            "redis.scanindex": spec.scanproportion > 0,
+        }
+        if user:
+            props["redis.user"] = user
+        if password:
+            props["redis.password"] = password
+    else:
+        host, _sep, port = hosts[0].partition(":")
+        props = {
+            "mongodb.host": host,
+            "mongodb.port": port or 27017,
+            "mongodb.database": params.get("database") or "ycsb",
+            "mongodb.tls": bool(params.get("tls")),
+        }
+        if user:
+            props.update(
+                {"mongodb.user": user, "mongodb.password": password, "mongodb.authsource": params.get("auth_source")}
+            )
+    return props
+
+
+def plan(params):
+    """Validate the parameters; the plan (without secrets) says what would run."""
+    if params["store"] not in STORES:
+        raise LoadError("store: %r is not allowed; choose one of %s" % (params["store"], ", ".join(STORES)))
+    if not params.get("hosts"):
+        raise LoadError("hosts: give at least one node to connect to")
+    for name in ("threads", "processes"):
+        if int(params.get(name) or 0) < 1:
+            raise LoadError("%s: must be >= 1, got %r" % (name, params.get(name)))
+    if int(params.get("target") or 0) < 0:
+        raise LoadError("target: must be >= 0 ops/s (0 = unthrottled), got %r" % params.get("target"))
+    try:
+        spec = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
+    except ycsb.WorkloadError as exc:
+        raise LoadError(str(exc)) from exc
+    phases = list(params.get("phases") or ["run"])
+    unknown = [p for p in phases if p not in loaddriver.PHASES]
+    if unknown:
+        raise LoadError("phases: %s not allowed; choose from %s" % (", ".join(unknown), ", ".join(loaddriver.PHASES)))
+    return {
+        "store": params["store"],
+        "hosts": list(params["hosts"]),
+        "workload": (params.get("workload") or "a").upper(),
+        "phases": [p for p in loaddriver.PHASES if p in phases],
+        "reload": bool(params.get("reload")),
+        "threads": int(params["threads"]),
+        "processes": int(params["processes"]),
+        "target": int(params.get("target") or 0),
+        "mix": ycsb.op_mix(spec),
+        "read_ratio": ycsb.read_ratio(spec),
+        "properties": spec.properties(),
+    }
+
+
+def prepare(params, spec, reload):
+    """Create what the bindings need (Cassandra keyspace and table) and, on reload, destroy the data."""
+    store = params["store"]
+    if store == "cassandra":
+        from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
+
+        conn = dict(
+            login_hosts=params["hosts"],
+            login_port=params.get("port") or 9042,
+            login_user=params.get("login_user"),
+            login_password=params.get("login_password"),
+            ssl=params.get("tls"),
+            ssl_ca_file=params.get("ca_file"),
+        )
+        try:
+            cluster, session = cql.connect(conn)
+        except cql.CassandraError as exc:
+            raise LoadError("hosts: %s" % exc) from exc
+        try:
+            cql.prepare_ycsb_table(
+                session,
+                params.get("keyspace") or "ycsb",
+                spec.table,
+                spec.fieldcount,
+                params.get("replication_factor") or 1,
+                truncate=reload,
+            )
+        except cql.CassandraError as exc:
+            raise LoadError(str(exc)) from exc
+        except Exception as exc:
+            raise LoadError("preparing the YCSB table on %s failed: %s" % (", ".join(params["hosts"]), exc)) from exc
+        finally:
+            cluster.shutdown()
+    elif store == "redis" and reload:
+        from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter
+
+        conn = dict(
+            login_user=params.get("login_user"),
+            login_password=params.get("login_password"),
+            tls=params.get("tls"),
+            ca_certs=params.get("ca_file"),
+        )
+        try:
+            redis_adapter.flush_masters(conn, params["hosts"])
+        except redis_adapter.RedisAdminError as exc:
+            raise LoadError("hosts: %s" % exc) from exc
+    elif store == "mongodb" and reload:
+        from ansible_collections.tactician.nosql.plugins.module_utils import mongodb
+
+        host, _sep, port = params["hosts"][0].partition(":")
+        client = mongodb.connect(
+            dict(
+                login_host=host,
+                login_port=int(port or 27017),
+                login_user=params.get("login_user"),
+                login_password=params.get("login_password"),
+                login_database=params.get("auth_source") or "admin",
+                tls=params.get("tls"),
+                tls_ca_file=params.get("ca_file"),
+            )
+        )
+        try:
+            client[params.get("database") or "ycsb"].drop_collection(spec.table)
+        except mongodb.PyMongoError as exc:
+            raise LoadError("hosts: %s: %s" % (params["hosts"][0], exc)) from exc
+        finally:
+            client.close()
+
+
+def _server_pids(pid_files):
+    pids = []
+    for path in pid_files:
+        try:
+            with open(path) as handle:
+                pids.append(int(handle.read().split()[0]))
+        except (OSError, ValueError, IndexError) as exc:
+            raise LoadError("server_pid_files: cannot read a PID from %s: %s" % (path, exc)) from exc
+    return pids
+
+
+def execute(params, the_plan):
+    """Run the plan's phases; returns one result per phase."""
+    spec = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
+    prepare(params, spec, the_plan["reload"] and "load" in the_plan["phases"])
+    props = loaddriver.base_properties(spec.properties(), the_plan["threads"], 0)
+    props.update({k: loaddriver.to_text(v) for k, v in _store_properties(params, spec).items()})
+    results = []
+    for phase in the_plan["phases"]:
+        phase_props = dict(props)
+        if phase == "run" and the_plan["target"]:
+            phase_props["target"] = str(the_plan["target"])
+        try:
+            result = loaddriver.run(
+                params.get("java") or "java",
+                params["driver_home"],
+                params["store"],
+                phase,
+                phase_props,
+                processes=the_plan["processes"],
+                heap=params.get("heap") or "512m",
+                timeout=params.get("timeout") or 3600,
+                server_pids=_server_pids(params.get("server_pid_files") or []),
+            )
+        except loaddriver.LoadDriverError as exc:
+            raise LoadError(str(exc)) from exc
+        result["workload"] = the_plan["workload"]
+        result["target"] = int(phase_props.get("target", 0) or 0)
+        results.append(result)
+    return results

@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from ansible_collections.tactician.nosql.plugins.module_utils import loaddriver, loadrun
+
+OUTPUT = """[OVERALL], RunTime(ms), 10000
+[OVERALL], Throughput(ops/sec), 5123.4
+[TOTAL_GCS_PS_Scavenge], Count, 12
+[READ], Operations, 48000
+[READ], AverageLatency(us), 812.5
+[READ], MinLatency(us), 120
+[READ], MaxLatency(us), 41000
+[READ], 50thPercentileLatency(us), 700
+[READ], 95thPercentileLatency(us), 1500
+[READ], 99thPercentileLatency(us), 3100
+[READ], 99.9PercentileLatency(us), 9000
+[READ], Return=OK, 47990
+[READ], Return=ERROR, 10
+[UPDATE], Operations, 2000
+[UPDATE], AverageLatency(us), 900.0
+[UPDATE], 99thPercentileLatency(us), 4000
+[UPDATE], Return=OK, 2000
+[READ-FAILED], Operations, 10
+[CLEANUP], Operations, 32
+"""
+
+
+def test_parse_output_reads_throughput_percentiles_and_failures():
+    result = loaddriver.parse_output(OUTPUT)
+    assert result["throughput"] == 5123.4 and result["runtime_ms"] == 10000
+    read = result["operations"]["read"]
+    assert read["count"] == 48000
+    assert (read["p50_ms"], read["p95_ms"], read["p99_ms"], read["p999_ms"]) == (0.7, 1.5, 3.1, 9.0)
+    assert read["returns"] == {"OK": 47990, "ERROR": 10}
+    assert result["failed"] == {"read": 10}
+    assert "cleanup" not in result["operations"] and "total_gcs_ps_scavenge" not in result["operations"]
+
+
+def test_split_for_processes_partitions_keys_operations_threads_and_target():
+    props = {"recordcount": "100", "operationcount": "1001", "threadcount": "5", "target": "900"}
+    loads = loaddriver.split_for_processes(props, "load", 3)
+    assert [(p["insertstart"], p["insertcount"]) for p in loads] == [("0", "33"), ("33", "33"), ("66", "34")]
+    runs = loaddriver.split_for_processes(props, "run", 3)
+    assert sum(int(p["operationcount"]) for p in runs) == 1001
+    assert sum(int(p["threadcount"]) for p in runs) == 5
+    assert all(p["target"] == "300" for p in runs)
+
+
+def test_merge_adds_counts_and_keeps_worst_percentile():
+    one = loaddriver.parse_output(OUTPUT)
+    two = loaddriver.parse_output(OUTPUT.replace("99.9PercentileLatency(us), 9000", "99.9PercentileLatency(us), 12000"))
+    merged = loaddriver.merge([one, two])
+    assert merged["throughput"] == pytest.approx(2 * 5123.4)
+    assert merged["operations"]["read"]["count"] == 96000
+    assert merged["operations"]["read"]["p999_ms"] == 12.0
+    assert merged["failed"] == {"read": 20}
+
+
+def test_properties_file_is_private_and_escaped(tmp_path):
+    path = str(tmp_path / "c.properties")
+    loaddriver.write_properties(path, {"cassandra.password": "a=b:c", "redis.nodes": "127.0.0.1:6381"})
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    text = open(path).read()
+    assert "cassandra.password=a\\=b\\:c" in text
+
+
+def test_secrets_are_redacted_from_client_errors():
+    assert "s3cret" not in loaddriver._redact("Exception: cassandra.password=s3cret bad")
+
+
+def test_client_argv_needs_an_installed_driver(tmp_path):
+    with pytest.raises(loaddriver.LoadDriverError, match="^driver_home:"):
+        loaddriver.client_argv("java", str(tmp_path), "cassandra", "run", "/p")
+
+
+def test_base_properties_ask_for_hdr_percentiles():
+    props = loaddriver.base_properties({"recordcount": 10, "readallfields": True}, threads=8, target=100)
+    assert props["measurementtype"] == "hdrhistogram"
+    assert props["hdrhistogram.percentiles"] == "50,95,99,99.9"
+    assert props["readallfields"] == "true" and props["target"] == "100" and props["threadcount"] == "8"
+
+
+BASE = dict(store="cassandra", hosts=["127.0.0.1"], threads=8, processes=1, target=0, workload="e", phases=["run"])
+
+
+def test_plan_reports_mix_and_read_ratio():
+    plan = loadrun.plan(dict(BASE))
+    assert plan["workload"] == "E" and plan["mix"]["scan"] == pytest.approx(0.95)
+    assert plan["read_ratio"] == pytest.approx(0.95)
+    assert "cassandra.password" not in plan["properties"]
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (dict(store="scylla"), "store"),
+        (dict(hosts=[]), "hosts"),
+        (dict(threads=0), "threads"),
+        (dict(target=-1), "target"),
+        (dict(properties={"requestdistribution": "gaussian"}), "requestdistribution"),
+        (dict(phases=["warm"]), "phases"),
+    ],
+)
+def test_plan_errors_name_the_field(change, field):
+    with pytest.raises(loadrun.LoadError) as err:
+        loadrun.plan(dict(BASE, **change))
+    assert str(err.value).startswith(field + ":")
+
+
+def test_redis_scan_index_only_for_workloads_with_scans():
+    from ansible_collections.tactician.nosql.plugins.module_utils import ycsb
+
+    params = dict(BASE, store="redis", hosts=["127.0.0.1:6381"], login_user="u", login_password="p")
+    assert loadrun._store_properties(params, ycsb.workload("c"))["redis.scanindex"] is False
+    assert loadrun._store_properties(params, ycsb.workload("e"))["redis.scanindex"] is True
