@@ -197,3 +197,58 @@ def prepare_ycsb_table(session, keyspace, table="usertable", fieldcount=10, repl
     )
     if truncate:
         session.execute("TRUNCATE %s.%s" % (keyspace, table), timeout=120)
+
+
+SYSTEM_KEYSPACES = (
+    "system",
+    "system_auth",
+    "system_schema",
+    "system_distributed",
+    "system_traces",
+    "system_views",
+    "system_virtual_schema",
+    "system_cluster_metadata",
+)
+_CACHES = {"keys": "key_cache", "rows": "row_cache", "chunks": "chunk_cache", "counters": "counter_cache"}
+
+
+def _user_rows(session, table, keyspaces):
+    rows = session.execute("SELECT * FROM system_views.%s" % table)
+    for row in rows:
+        if keyspaces and row.keyspace_name not in keyspaces:
+            continue
+        if not keyspaces and row.keyspace_name in SYSTEM_KEYSPACES:
+            continue
+        yield row
+
+
+def workload_counters(session, keyspaces=None):
+    """One node's cumulative counters and current gauges from the CQL virtual tables (system_views):
+    coordinator read/write/scan counts and latencies of the user tables, cache hits and requests, disk usage.
+
+    counters: read, write, scan (requests this node coordinated), <cache>_hits, <cache>_requests;
+    gauges: latency_ms {read, update (the writes), scan: {p50, p99}} (worst table), data_bytes."""
+    counters = {}
+    latency = {}
+    for op, table in (
+        ("read", "coordinator_read_latency"),
+        ("write", "coordinator_write_latency"),
+        ("scan", "coordinator_scan_latency"),
+    ):
+        total = 0
+        worst = {"p50": None, "p99": None}
+        for row in _user_rows(session, table, keyspaces):
+            total += int(row.count or 0)
+            if row.count:
+                for key, value in (("p50", row.p50th_ms), ("p99", row.p99th_ms)):
+                    if value is not None and (worst[key] is None or value > worst[key]):
+                        worst[key] = float(value)
+        counters[op] = total
+        latency["update" if op == "write" else op] = worst
+    for row in session.execute("SELECT name, hit_count, request_count FROM system_views.caches"):
+        name = _CACHES.get(row.name)
+        if name:
+            counters[name + "_hits"] = int(row.hit_count or 0)
+            counters[name + "_requests"] = int(row.request_count or 0)
+    mebibytes = sum(int(row.mebibytes or 0) for row in _user_rows(session, "disk_usage", keyspaces))
+    return {"counters": counters, "gauges": {"latency_ms": latency, "data_bytes": mebibytes * 1024 * 1024}}

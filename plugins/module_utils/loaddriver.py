@@ -159,6 +159,37 @@ def parse_output(text):
     return result
 
 
+_STATUS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d):(\d{3}) \d+ sec: (\d+) operations;")
+
+
+def parse_status(text):
+    """YCSB's periodic status lines (-s) -> [(unix time, operations done so far)], in the client's local time."""
+    points = []
+    for line in text.splitlines():
+        match = _STATUS.match(line.strip())
+        if match:
+            stamp = time.mktime(time.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")) + int(match.group(2)) / 1000.0
+            points.append((stamp, int(match.group(3))))
+    return points
+
+
+def ops_between(status, start, end):
+    """Operations per second a client did between start and end, interpolated from its status points."""
+
+    def done_at(moment):
+        before = [p for p in status if p[0] <= moment]
+        after = [p for p in status if p[0] >= moment]
+        if not before or not after:
+            return None
+        (t0, n0), (t1, n1) = before[-1], after[0]
+        return n0 if t1 == t0 else n0 + (n1 - n0) * (moment - t0) / (t1 - t0)
+
+    first, last = done_at(start), done_at(end)
+    if first is None or last is None or end <= start:
+        return None
+    return (last - first) / (end - start)
+
+
 def merge(parts):
     """Combine the results of parallel client processes: counts and throughputs add up; a latency percentile
     is the worst of the processes' (an upper bound of the combined one)."""
@@ -226,6 +257,7 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
             if proc.returncode != 0 or "[OVERALL]" not in text:
                 raise LoadDriverError("YCSB client failed (exit %s): %s" % (proc.returncode, _tail(_redact(text))))
             results.append(parse_output(text))
+            results[-1]["status"] = parse_status(text)
     finally:
         for _proc, out in procs:
             out.close()
@@ -233,7 +265,9 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
             os.unlink(os.path.join(tmp, name))
         os.rmdir(tmp)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    status = [part.pop("status", []) for part in results]
     merged = merge(results)
+    merged["status_by_process"] = status
     merged["wall_s"] = round(time.monotonic() - started, 3)
     merged["client_cpu_s"] = round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 3)
     server_cpu = [process_cpu_seconds(pid) - start for pid, start in servers_before.items() if start is not None]

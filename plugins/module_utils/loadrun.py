@@ -176,7 +176,9 @@ def execute(params, the_plan):
     """Run the plan's phases; returns one result per phase."""
     spec = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
     prepare(params, spec, the_plan["reload"] and "load" in the_plan["phases"])
-    props = loaddriver.base_properties(spec.properties(), the_plan["threads"], 0)
+    props = loaddriver.base_properties(
+        spec.properties(), the_plan["threads"], 0, status_interval=params.get("status_interval") or 10
+    )
     props.update({k: loaddriver.to_text(v) for k, v in _store_properties(params, spec).items()})
     results = []
     for phase in the_plan["phases"]:

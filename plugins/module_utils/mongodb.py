@@ -122,3 +122,43 @@ def server_facts(client):
         set_name=hello.get("setName"),
         max_wire_version=hello.get("maxWireVersion"),
     )
+
+
+def counters_from_server_status(status):
+    """Cumulative counters and gauges from a serverStatus document: opcounters (query -> read, insert, update,
+    delete; getmore -> scan continuation; command -> other) and the WiredTiger cache's page requests and misses."""
+    ops = status.get("opcounters", {})
+    counters = {
+        "read": int(ops.get("query", 0)),
+        "insert": int(ops.get("insert", 0)),
+        "update": int(ops.get("update", 0)),
+        "delete": int(ops.get("delete", 0)),
+        "scan": int(ops.get("getmore", 0)),
+        "other": int(ops.get("command", 0)),
+    }
+    cache = status.get("wiredTiger", {}).get("cache", {})
+    requested = cache.get("pages requested from the cache")
+    read_in = cache.get("pages read into cache")
+    if requested is not None and read_in is not None:
+        counters["wiredtiger_cache_requests"] = int(requested)
+        counters["wiredtiger_cache_hits"] = max(int(requested) - int(read_in), 0)
+    gauges = {
+        "data_bytes": None,
+        "cache_bytes": cache.get("bytes currently in the cache"),
+        "cache_max_bytes": cache.get("maximum bytes configured"),
+    }
+    return {"counters": counters, "gauges": gauges}
+
+
+def workload_counters(client):
+    """One server's counters and gauges (serverStatus); data_bytes from dbStats of every database."""
+    try:
+        status = client.admin.command("serverStatus")
+        snapshot = counters_from_server_status(status)
+        total = 0
+        for name in client.list_database_names():
+            total += int(client[name].command("dbStats").get("dataSize", 0))
+        snapshot["gauges"]["data_bytes"] = total
+    except PyMongoError as exc:
+        raise MongoAdminError(str(exc)) from exc
+    return snapshot

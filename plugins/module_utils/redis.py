@@ -404,3 +404,100 @@ def flush_masters(params, nodes):
         finally:
             conn.close()
     return flushed
+
+
+# How the commands a Redis server counts map onto workload operations. Redis cannot tell an insert from an
+# update (both write a key), so writes count as updates; commands not listed (admin, cluster, pub/sub) are other.
+COMMAND_OPERATIONS = {
+    "read": (
+        "get",
+        "mget",
+        "hget",
+        "hgetall",
+        "hmget",
+        "hexists",
+        "exists",
+        "getrange",
+        "strlen",
+        "lrange",
+        "lindex",
+        "smembers",
+        "sismember",
+        "zscore",
+        "zrank",
+        "hlen",
+        "llen",
+        "scard",
+        "zcard",
+        "getex",
+    ),
+    "scan": (
+        "zrangebyscore",
+        "zrange",
+        "zrevrange",
+        "zrevrangebyscore",
+        "zrangebylex",
+        "scan",
+        "hscan",
+        "sscan",
+        "zscan",
+        "xrange",
+        "xrevrange",
+    ),
+    "update": (
+        "set",
+        "setex",
+        "psetex",
+        "setnx",
+        "mset",
+        "msetnx",
+        "hset",
+        "hmset",
+        "hsetnx",
+        "append",
+        "incr",
+        "incrby",
+        "decr",
+        "decrby",
+        "incrbyfloat",
+        "hincrby",
+        "lpush",
+        "rpush",
+        "lset",
+        "sadd",
+        "zadd",
+        "zincrby",
+        "xadd",
+        "getset",
+        "expire",
+        "pexpire",
+        "persist",
+    ),
+    "delete": ("del", "unlink", "hdel", "lrem", "srem", "zrem", "zremrangebyscore", "xdel", "getdel"),
+}
+_COMMAND_TO_OP = {command: op for op, commands in COMMAND_OPERATIONS.items() for command in commands}
+
+
+def workload_counters(conn):
+    """One node's cumulative counters and gauges from INFO: calls per operation kind (commandstats mapped by
+    COMMAND_OPERATIONS), keyspace hits and misses; gauges role, used memory and dataset bytes."""
+    commandstats = conn.info("commandstats")
+    counters = {"read": 0, "scan": 0, "update": 0, "delete": 0, "other": 0}
+    for key, stats in commandstats.items():
+        command = key[len("cmdstat_") :] if key.startswith("cmdstat_") else key
+        calls = int(stats.get("calls", 0)) if isinstance(stats, dict) else 0
+        counters[_COMMAND_TO_OP.get(command.split("|")[0], "other")] += calls
+    stats = conn.info("stats")
+    counters["keyspace_hits"] = int(stats.get("keyspace_hits", 0))
+    counters["keyspace_requests"] = counters["keyspace_hits"] + int(stats.get("keyspace_misses", 0))
+    memory = conn.info("memory")
+    role = replication_info(conn)["role"]
+    return {
+        "counters": counters,
+        "gauges": {
+            "role": "replica" if role == "slave" else role,
+            "data_bytes": int(memory.get("used_memory_dataset", memory.get("used_memory", 0))),
+            "used_memory": int(memory.get("used_memory", 0)),
+            "maxmemory": int(memory.get("maxmemory", 0)),
+        },
+    }

@@ -239,3 +239,119 @@ def test_load_driver_names_the_unreachable_host_and_writes_nothing(clusters):
     assert result.returncode != 0
     task = result.task("Load")
     assert task["failed"] and task["msg"].startswith("hosts:") and "127.0.0.99" in task["msg"]
+
+
+def _observe_while_loading(store, hosts, user, password, workload, rate, nodes, keyspaces, history_path):
+    """Drive workload at a fixed rate in the background and observe a 10 s window in the middle of it."""
+    import threading
+    import time
+
+    from ansible_collections.tactician.nosql.plugins.module_utils import loadrun
+
+    params = dict(
+        store=store,
+        driver_home=DRIVER_HOME,
+        hosts=hosts,
+        login_user=user,
+        login_password=password,
+        threads=8,
+        processes=1,
+        workload=workload,
+        phases=["run"],
+        target=rate,
+        keyspace="ycsb_it",
+        status_interval=2,
+        properties={"recordcount": 2000, "operationcount": rate * 22},
+    )
+    done = {}
+    worker = threading.Thread(target=lambda: done.update(result=loadrun.execute(params, loadrun.plan(params))[0]))
+    worker.start()
+    time.sleep(6)
+    observed = run_playbook(
+        os.path.join(PLAYBOOKS, "observe.yml"),
+        INVENTORY,
+        dict(
+            obs_store=store,
+            obs_nodes=nodes,
+            obs_user=user,
+            obs_password=password,
+            obs_keyspaces=keyspaces,
+            obs_history=history_path,
+        ),
+    )
+    worker.join()
+    return observed, done["result"]
+
+
+def test_observe_sees_the_drivers_rate_and_mix_on_cassandra(clusters, tmp_path):
+    history_path = str(tmp_path / "history.sqlite3")
+    load = _load(
+        "cassandra", ["127.0.0.11"], "cassandra", "cassandra", "a", {"recordcount": 2000, "operationcount": 10}
+    )
+    assert load.returncode == 0
+    pid_file = os.path.join(LAB_DIR, "cassandra", "test-cassandra1", "cassandra.pid")
+    observed, driven = _observe_while_loading(
+        "cassandra",
+        ["127.0.0.11"],
+        "cassandra",
+        "cassandra",
+        "a",
+        800,
+        [{"address": "127.0.0.11", "pid_file": pid_file}],
+        ["ycsb_it"],
+        history_path,
+    )
+    assert observed.returncode == 0, observed.stderr
+    aggregate = observed.task("Observe")["aggregate"]
+    assert driven["failed_total"] == 0
+    assert abs(aggregate["read_ratio"] - 0.5) <= 0.05
+    assert 0.85 * 800 <= aggregate["throughput"] <= 1.15 * 800
+    node = observed.task("Observe")["samples"][0]
+    assert node["extra"]["process_cpu_pct"] > 0 and node["resources"]["cpu_pct"] > 0
+    from ansible_collections.tactician.nosql.plugins.module_utils import history
+
+    with history.open_history(history_path) as store:
+        assert len(store.samples(cluster="it")) == 2
+
+
+def test_observe_sees_the_drivers_rate_and_mix_on_redis(clusters, tmp_path):
+    password = _redis_password()
+    load = _load("redis", REDIS_NODES[:3], "tactician", password, "b", {"recordcount": 2000, "operationcount": 10})
+    assert load.returncode == 0
+    observed, driven = _observe_while_loading(
+        "redis",
+        REDIS_NODES[:3],
+        "tactician",
+        password,
+        "b",
+        1500,
+        [{"address": a} for a in REDIS_NODES],
+        [],
+        str(tmp_path / "history.sqlite3"),
+    )
+    assert observed.returncode == 0, observed.stderr
+    aggregate = observed.task("Observe")["aggregate"]
+    assert abs(aggregate["read_ratio"] - 0.95) <= 0.05
+    assert 0.85 * 1500 <= aggregate["throughput"] <= 1.15 * 1500
+    assert len(aggregate["extra"]["nodes"]) == 3
+
+
+def test_observe_names_an_unreachable_node_and_writes_nothing(clusters, tmp_path):
+    history_path = str(tmp_path / "history.sqlite3")
+    result = run_playbook(
+        os.path.join(PLAYBOOKS, "observe.yml"),
+        INVENTORY,
+        dict(
+            obs_store="redis",
+            obs_nodes=[{"address": "127.0.0.1:6391"}, {"address": "127.0.0.1:6999"}],
+            obs_user="tactician",
+            obs_password=_redis_password(),
+            obs_history=history_path,
+        ),
+    )
+    task = result.task("Observe")
+    assert task["failed"] and task["msg"].startswith("127.0.0.1:6999:")
+    from ansible_collections.tactician.nosql.plugins.module_utils import history
+
+    with history.open_history(history_path) as store:
+        assert store.samples() == []

@@ -1,0 +1,200 @@
+#!/usr/bin/python
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: observe
+short_description: Sample the live workload of Cassandra, Redis or MongoDB nodes into workload samples
+description:
+  - Snapshots every node's counters every O(interval) seconds for O(duration) seconds (the decision step T_d)
+    and returns one workload sample per node and one for the cluster (schema C(tactician.workload_sample/v1)):
+    operations per second by type, read ratio, cache hit ratios, data size, latency percentiles where the store
+    gives them, and CPU (user + system + iowait), memory and disk usage.
+  - "Cassandra: the CQL virtual tables (C(system_views.coordinator_read_latency), C(coordinator_write_latency),
+    C(coordinator_scan_latency), C(caches), C(disk_usage)); writes count as updates (CQL cannot tell an insert
+    from an update). Redis: C(INFO commandstats) mapped to operations, C(INFO stats) keyspace hits and misses,
+    C(INFO memory); only masters count in the cluster's operations. MongoDB: C(serverStatus) opcounters and
+    WiredTiger cache, C(dbStats)."
+  - With O(history), the samples are written to the history store and the rate trackers kept there, so the
+    5-minute window fills up over successive runs. Nothing is written unless every node answered.
+  - CPU and memory are those of the machine the module runs on; give O(nodes[].pid_file) to add the server
+    process's own CPU (C(extra.process_cpu_pct)) and O(nodes[].data_dir) for its data disk.
+version_added: 0.1.0
+author:
+  - Tactician maintainers (@tactician)
+options:
+  store:
+    description: The store the nodes run.
+    type: str
+    choices: [cassandra, redis, mongodb]
+    required: true
+  cluster:
+    description: Name of the cluster in the samples and the history.
+    type: str
+    default: lab
+  nodes:
+    description: The nodes to sample.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      address:
+        description: Cassandra node address, Redis C(host:port), MongoDB C(host:port).
+        type: str
+        required: true
+      port:
+        description: Cassandra CQL port of this node, when not O(port).
+        type: int
+      pid_file:
+        description: PID file of the server process, when it runs on this machine.
+        type: path
+      data_dir:
+        description: Data directory of the node, for disk usage.
+        type: path
+      host:
+        description: Inventory name of the node (accepted so the output of the cluster_nodes lookup can be passed).
+        type: str
+      jmx_port:
+        description: Accepted for the same reason; unused.
+        type: int
+  duration:
+    description: Seconds to observe (the sample's window, T_d).
+    type: float
+    default: 30
+  interval:
+    description: Seconds between snapshots (the shortest window).
+    type: float
+    default: 5
+  keyspaces:
+    description: Cassandra keyspaces to count; all but the system keyspaces when empty.
+    type: list
+    elements: str
+    default: []
+  history:
+    description: History store to write to (a SQLite path or C(sqlite:///path)); nothing is written when unset.
+    type: str
+  port:
+    description: Cassandra CQL port.
+    type: int
+    default: 9042
+  login_user:
+    description: Cassandra role, Redis ACL user or MongoDB user.
+    type: str
+  login_password:
+    description: Its password. Never logged.
+    type: str
+  tls:
+    description: Connect with TLS.
+    type: bool
+    default: false
+  ca_file:
+    description: CA bundle for TLS.
+    type: path
+  auth_source:
+    description: MongoDB authentication database.
+    type: str
+    default: admin
+  connect_timeout:
+    description: Seconds to wait for each connection.
+    type: float
+    default: 10
+attributes:
+  check_mode:
+    description: Observing changes nothing; in check mode the history is not written.
+    support: full
+  diff_mode:
+    description: Returns no diff.
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Sample the lab's Cassandra ring for 30 s and keep it
+  tactician.nosql.observe:
+    store: cassandra
+    cluster: lab
+    nodes: "{{ query('tactician.nosql.cluster_nodes', 'cassandra', store='cassandra') }}"
+    login_user: cassandra
+    login_password: "{{ cassandra_password }}"
+    history: "{{ tactician_lab_dir }}/history.sqlite3"
+  register: observed
+"""
+
+RETURN = r"""
+samples:
+  description: One workload sample per node (schema tactician.workload_sample/v1).
+  returned: success
+  type: list
+  elements: dict
+aggregate:
+  description: The cluster's sample (node C(cluster)); Redis counts masters only.
+  returned: success
+  type: dict
+summary:
+  description: Lines for a person.
+  returned: success
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.tactician.nosql.plugins.module_utils import history as history_store
+from ansible_collections.tactician.nosql.plugins.module_utils import observe, observe_stores
+from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            store=dict(type="str", choices=list(observe.OPERATION_COUNTERS), required=True),
+            cluster=dict(type="str", default="lab"),
+            nodes=dict(
+                type="list",
+                elements="dict",
+                required=True,
+                options=dict(
+                    address=dict(type="str", required=True),
+                    port=dict(type="int"),
+                    pid_file=dict(type="path"),
+                    data_dir=dict(type="path"),
+                    host=dict(type="str"),
+                    jmx_port=dict(type="int"),
+                ),
+            ),
+            duration=dict(type="float", default=30.0),
+            interval=dict(type="float", default=5.0),
+            keyspaces=dict(type="list", elements="str", default=[]),
+            history=dict(type="str"),
+            port=dict(type="int", default=9042),
+            login_user=dict(type="str"),
+            login_password=dict(type="str", no_log=True),
+            tls=dict(type="bool", default=False),
+            ca_file=dict(type="path"),
+            auth_source=dict(type="str", default="admin"),
+            connect_timeout=dict(type="float", default=10.0),
+        ),
+        required_together=[["login_user", "login_password"]],
+        supports_check_mode=True,
+    )
+    params = module.params
+    fail_imports(module, observe_stores.missing_libraries(params["store"]))
+    store = None
+    try:
+        if params["history"] and not module.check_mode:
+            store = history_store.open_history(params["history"])
+        with observe_stores.Probes(params) as probes:
+            result = observe.observe(
+                probes, params["store"], params["cluster"], params["duration"], params["interval"], history=store
+            )
+    except (observe.ObserveError, history_store.HistoryError, ValueError) as exc:
+        module.fail_json(msg=str(exc))
+    finally:
+        if store is not None:
+            store.close()
+    module.exit_json(changed=False, summary=observe.summary(result), **result)
+
+
+if __name__ == "__main__":
+    main()

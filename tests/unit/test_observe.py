@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.tactician.nosql.plugins.module_utils import history, mongodb, observe
+from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "mongodb")
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1_700_000_000.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def counting_probe(node, clock, per_second, counted=True, gauges=None):
+    """A probe whose counters grow at per_second rates with the fake clock."""
+    start = clock.now
+
+    def snapshot():
+        elapsed = clock.now - start
+        return {"counters": {k: v * elapsed for k, v in per_second.items()}, "gauges": dict(gauges or {})}
+
+    return observe.Probe(node, snapshot, counted=counted)
+
+
+def test_cassandra_rates_read_ratio_hits_and_aggregate():
+    clock = Clock()
+    rates = {"read": 300.0, "write": 100.0, "scan": 0.0, "key_cache_hits": 240.0, "key_cache_requests": 300.0}
+    probes = [
+        counting_probe("127.0.0.1:9042", clock, rates, gauges={"data_bytes": 1000}),
+        counting_probe("127.0.0.2:9042", clock, rates, gauges={"data_bytes": 500}),
+    ]
+    result = observe.observe(probes, "cassandra", "lab", duration=30, interval=5, clock=clock, sleep=clock.sleep)
+    node = result["samples"][0]
+    assert node["ops_per_s"]["read"] == pytest.approx(300.0) and node["ops_per_s"]["update"] == pytest.approx(100.0)
+    assert node["read_ratio"] == pytest.approx(0.75) and node["hit_ratio"]["key_cache"] == pytest.approx(0.8)
+    assert node["extra"]["windows"]["5s"]["read"] == pytest.approx(300.0)
+    assert node["extra"]["windows"]["5m"] is None
+    agg = result["aggregate"]
+    assert agg["node"] == "cluster" and agg["throughput"] == pytest.approx(800.0) and agg["data_bytes"] == 1500
+
+
+def test_redis_aggregate_counts_masters_only():
+    clock = Clock()
+    master = counting_probe("127.0.0.1:6381", clock, {"read": 90.0, "update": 10.0}, counted=True)
+    replica = counting_probe("127.0.0.1:6384", clock, {"update": 10.0}, counted=False)
+    result = observe.observe([master, replica], "redis", "lab", duration=10, interval=5, clock=clock, sleep=clock.sleep)
+    assert result["aggregate"]["throughput"] == pytest.approx(100.0)
+    assert result["aggregate"]["read_ratio"] == pytest.approx(0.9)
+
+
+def test_unreachable_node_names_the_host_and_writes_nothing(tmp_path):
+    clock = Clock()
+
+    def broken():
+        raise ConnectionError("Connection refused")
+
+    store = history.open_history(str(tmp_path / "h.sqlite3"))
+    probes = [counting_probe("127.0.0.1:6381", clock, {"read": 1.0}), observe.Probe("127.0.0.9:6381", broken)]
+    with pytest.raises(observe.ObserveError, match=r"^127\.0\.0\.9:6381: cannot be observed: Connection refused"):
+        observe.observe(probes, "redis", "lab", duration=10, interval=5, history=store, clock=clock, sleep=clock.sleep)
+    assert store.samples() == []
+    store.close()
+
+
+def test_history_keeps_samples_and_trackers_across_runs(tmp_path):
+    clock = Clock()
+    path = str(tmp_path / "h.sqlite3")
+    probe = counting_probe("127.0.0.1:9042", clock, {"read": 10.0, "write": 10.0})
+    for _run in range(12):
+        clock.sleep(1.0)
+        with history.open_history(path) as store:
+            observe.observe(
+                [probe], "cassandra", "lab", duration=30, interval=5, history=store, clock=clock, sleep=clock.sleep
+            )
+    with history.open_history(path) as store:
+        samples = store.samples(cluster="lab", node="127.0.0.1:9042")
+        assert len(samples) == 12
+        assert samples[-1]["extra"]["windows"]["5m"]["read"] == pytest.approx(10.0)
+        assert len(store.samples(cluster="lab", node="cluster")) == 12
+
+
+def test_bad_arguments_name_the_field():
+    with pytest.raises(observe.ObserveError, match="^store:"):
+        observe.observe([object()], "scylla", "lab")
+    with pytest.raises(observe.ObserveError, match="^nodes:"):
+        observe.observe([], "redis", "lab")
+
+
+def test_mongodb_counters_from_recorded_server_status():
+    from bson import json_util
+
+    with open(os.path.join(FIXTURES, "server_status_primary_8.0.json")) as handle:
+        status = json_util.loads(handle.read())
+    snap = mongodb.counters_from_server_status(status)
+    ops = status["opcounters"]
+    assert snap["counters"]["read"] == int(ops["query"]) and snap["counters"]["insert"] == int(ops["insert"])
+    cache = status["wiredTiger"]["cache"]
+    assert snap["counters"]["wiredtiger_cache_requests"] == int(cache["pages requested from the cache"])
+    assert snap["counters"]["wiredtiger_cache_hits"] == int(cache["pages requested from the cache"]) - int(
+        cache["pages read into cache"]
+    )
+
+
+class FakeRedis:
+    def __init__(self, commandstats, role="master"):
+        self.commandstats = commandstats
+        self.role = role
+
+    def info(self, section):
+        if section == "commandstats":
+            return self.commandstats
+        if section == "stats":
+            return {"keyspace_hits": 90, "keyspace_misses": 10}
+        if section == "memory":
+            return {"used_memory": 2048, "used_memory_dataset": 1024, "maxmemory": 0}
+        if section == "replication":
+            return {"role": self.role}
+        raise KeyError(section)
+
+
+def test_redis_commands_map_to_operations():
+    stats = {
+        "cmdstat_hgetall": {"calls": 50},
+        "cmdstat_hmget": {"calls": 5},
+        "cmdstat_hset": {"calls": 40},
+        "cmdstat_zrangebyscore": {"calls": 3},
+        "cmdstat_del": {"calls": 2},
+        "cmdstat_info": {"calls": 7},
+        "cmdstat_cluster|info": {"calls": 4},
+    }
+    snap = redis_adapter.workload_counters(FakeRedis(stats))
+    assert snap["counters"]["read"] == 55 and snap["counters"]["update"] == 40
+    assert snap["counters"]["scan"] == 3 and snap["counters"]["delete"] == 2 and snap["counters"]["other"] == 11
+    assert snap["counters"]["keyspace_requests"] == 100 and snap["gauges"]["data_bytes"] == 1024
+    assert json.dumps(snap)
