@@ -89,11 +89,7 @@ def main():
                 properties={"recordcount": args.records, "operationcount": int(rate * duration)},
             )
             outcome = {}
-
-            def drive(params=run, out=outcome):
-                out["result"] = loadrun.execute(params, loadrun.plan(params))[0]
-
-            worker = threading.Thread(target=drive)
+            worker = threading.Thread(target=drive, args=(run, outcome))
             worker.start()
             time.sleep(args.warmup)
             observe_params = dict(
@@ -148,6 +144,10 @@ def main():
                 row["failed"],
             )
         )
+
+
+def drive(params, outcome):
+    outcome["result"] = loadrun.execute(params, loadrun.plan(params))[0]
 
 
 def print_row(row):

@@ -9,8 +9,8 @@ module: observe
 short_description: Sample the live workload of Cassandra, Redis or MongoDB nodes into workload samples
 description:
   - Snapshots every node's counters every O(interval) seconds for O(duration) seconds (the decision step T_d)
-    and returns one workload sample per node and one for the cluster (schema C(tactician.workload_sample/v1)):
-    operations per second by type, read ratio, cache hit ratios, data size, latency percentiles where the store
+    and returns one workload sample per node and one for the cluster (schema C(tactician.workload_sample/v1)),
+    with operations per second by type, read ratio, cache hit ratios, data size, latency percentiles where the store
     gives them, and CPU (user + system + iowait), memory and disk usage.
   - "Cassandra: the CQL virtual tables (C(system_views.coordinator_read_latency), C(coordinator_write_latency),
     C(coordinator_scan_latency), C(caches), C(disk_usage)); writes count as updates (CQL cannot tell an insert
@@ -165,7 +165,7 @@ def main():
             ),
             duration=dict(type="float", default=30.0),
             interval=dict(type="float", default=5.0),
-            keyspaces=dict(type="list", elements="str", default=[]),
+            keyspaces=dict(type="list", elements="str", default=[], no_log=False),
             history=dict(type="str"),
             port=dict(type="int", default=9042),
             login_user=dict(type="str"),
