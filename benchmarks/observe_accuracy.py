@@ -7,8 +7,8 @@ side by side, with the ratio.
 
 The clusters must be up (playbooks/lab_up.yml with the same inventory). Throughput is compared in server
 operations: a read-modify-write (F) is a read and a write to the server, so the driver's client rate is multiplied
-by the reads + writes per client operation of the workload's mix. Redis scans (E) are one range query plus one
-hash read per record returned, all of which Redis counts as commands: that row is reported, not held to 10 %.
+by the reads + writes per client operation of the workload's mix, or, where the binding counts the commands it
+sends (Redis: a scan is one range query plus one hash read per record returned), by commands per operation.
 """
 
 from __future__ import annotations
@@ -103,7 +103,13 @@ def main():
             client_rate = loaddriver.ops_between(result["status_by_process"][0], end - args.window, end)
             expected_rr = ycsb.read_ratio(spec)
             agg = seen["aggregate"]
-            server_rate = client_rate * (reads + writes) if client_rate else None
+            # Server operations per client operation: what the binding counted it sent (Redis: a scan is a range
+            # query plus one read per record), else the reads and writes of the mix.
+            per_op = reads + writes
+            total_ops = (result["throughput"] or 0.0) * (result["runtime_ms"] or 0.0) / 1000.0
+            if result.get("server_commands") and total_ops:
+                per_op = result["server_commands"] / total_ops
+            server_rate = client_rate * per_op if client_rate else None
             rows.append(
                 dict(
                     store=store,

@@ -45,9 +45,25 @@ def parse_args(argv):
     parser.add_argument("--timeout", type=int, default=3600)
     parser.add_argument("--java", default="java")
     parser.add_argument("--driver-home", default=os.path.join(ROOT, ".lab", "load-driver"))
+    parser.add_argument("--schedule", help="schedule file of phases to replay after the load phase")
     parser.add_argument("--server-pid-file", action="append", default=[], help="measure this server's CPU too")
     parser.add_argument("--json", action="store_true", help="print the full results as JSON")
     return parser.parse_args(argv)
+
+
+def report_phase(result):
+    print(
+        "  phase %d %s: target %d ops/s, driven %.0f ops/s, read ratio %.2f, %d failed"
+        % (
+            result["schedule_index"],
+            result["label"] or "",
+            result["target"],
+            result["throughput"] or 0.0,
+            result["read_ratio"],
+            result["failed_total"],
+        ),
+        flush=True,
+    )
 
 
 def main(argv=None):
@@ -87,10 +103,15 @@ def main(argv=None):
         java=args.java,
         driver_home=args.driver_home,
         server_pid_files=args.server_pid_file,
+        schedule=args.schedule,
     )
     try:
         the_plan = loadrun.plan(params)
-        results = loadrun.execute(params, the_plan)
+        schedule = loadrun.load_schedule(params)
+        if schedule is None:
+            results = loadrun.execute(params, the_plan)
+        else:
+            results = loadrun.execute_schedule(params, the_plan, schedule, on_phase=report_phase)
     except loadrun.LoadError as exc:
         sys.exit("tactician-load: %s" % exc)
     for result in results:

@@ -134,6 +134,9 @@ def parse_output(text):
             elif metric == "Throughput(ops/sec)":
                 result["throughput"] = value
             continue
+        if section == "SERVER-COMMANDS":
+            result["server_commands"] = int(value or 0)
+            continue
         if section.endswith("-FAILED"):
             if metric == "Operations":
                 result["failed"][section[: -len("-FAILED")].lower()] = int(value or 0)
@@ -199,6 +202,8 @@ def merge(parts):
     for part in parts:
         merged["runtime_ms"] = max(merged["runtime_ms"], part["runtime_ms"] or 0.0)
         merged["throughput"] += part["throughput"] or 0.0
+        if part.get("server_commands") is not None:
+            merged["server_commands"] = merged.get("server_commands", 0) + part["server_commands"]
         for name, count in part["failed"].items():
             merged["failed"][name] = merged["failed"].get(name, 0) + count
         for name, op in part["operations"].items():

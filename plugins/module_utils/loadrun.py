@@ -5,7 +5,10 @@ then its execution (prepare or reload the store through its adapter, run each ph
 
 from __future__ import annotations
 
-from ansible_collections.tactician.nosql.plugins.module_utils import loaddriver, ycsb
+import math
+import time
+
+from ansible_collections.tactician.nosql.plugins.module_utils import loaddriver, schedules, ycsb
 
 STORES = tuple(loaddriver.STORES)
 
@@ -14,7 +17,7 @@ class LoadError(Exception):
     """Bad parameters or a failed run; the message names the field or the host."""
 
 
-def _store_properties(params, spec):
+def _store_properties(params, spec, scans=None):
     store = params["store"]
     hosts = params["hosts"]
     user = params.get("login_user") or ""
@@ -37,7 +40,7 @@ def _store_properties(params, spec):
             "redis.nodes": ",".join(hosts),
             "redis.tls": bool(params.get("tls")),
             # Scans need the key index; a workload without scans then sends one command per operation.
-            "redis.scanindex": spec.scanproportion > 0,
+            "redis.scanindex": spec.scanproportion > 0 if scans is None else scans,
         }
         if user:
             props["redis.user"] = user
@@ -176,30 +179,77 @@ def execute(params, the_plan):
     """Run the plan's phases; returns one result per phase."""
     spec = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
     prepare(params, spec, the_plan["reload"] and "load" in the_plan["phases"])
-    props = loaddriver.base_properties(
-        spec.properties(), the_plan["threads"], 0, status_interval=params.get("status_interval") or 10
-    )
-    props.update({k: loaddriver.to_text(v) for k, v in _store_properties(params, spec).items()})
+    return [
+        _run_phase(params, the_plan, spec, phase, None, target=the_plan["target"] if phase == "run" else 0)
+        for phase in the_plan["phases"]
+    ]
+
+
+def load_schedule(params):
+    """The schedule of params["schedule"] (a file path), or None."""
+    if not params.get("schedule"):
+        return None
+    try:
+        return schedules.load_schedule(params["schedule"])
+    except (OSError, schedules.ScheduleError) as exc:
+        raise LoadError("schedule: %s" % exc) from exc
+
+
+def execute_schedule(params, the_plan, schedule, on_phase=None):
+    """Replay a schedule: the load phase when asked, then one client run per schedule phase with that phase's
+    mix, request distribution and rate, for its duration (YCSB maxexecutiontime). Returns one result per run,
+    each with its wall-clock start and end, so forecasts can be compared with what was driven."""
+    base = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
+    scans = any(phase.mix.get("scan", 0.0) > 0 for phase in schedule.phases)
     results = []
-    for phase in the_plan["phases"]:
-        phase_props = dict(props)
-        if phase == "run" and the_plan["target"]:
-            phase_props["target"] = str(the_plan["target"])
-        try:
-            result = loaddriver.run(
-                params.get("java") or "java",
-                params["driver_home"],
-                params["store"],
-                phase,
-                phase_props,
-                processes=the_plan["processes"],
-                heap=params.get("heap") or "512m",
-                timeout=params.get("timeout") or 3600,
-                server_pids=_server_pids(params.get("server_pid_files") or []),
-            )
-        except loaddriver.LoadDriverError as exc:
-            raise LoadError(str(exc)) from exc
-        result["workload"] = the_plan["workload"]
-        result["target"] = int(phase_props.get("target", 0) or 0)
+    if "load" in the_plan["phases"]:
+        prepare(params, base, the_plan["reload"])
+        results.append(_run_phase(params, the_plan, base, "load", scans))
+    else:
+        prepare(params, base, False)
+    for index, phase in enumerate(schedule.phases):
+        spec = phase.workload(base)
+        extra = {"maxexecutiontime": str(int(math.ceil(phase.duration_s)))}
+        if not phase.rate:
+            extra["operationcount"] = str(10**12)
+        started = time.time()
+        result = _run_phase(params, the_plan, spec, "run", scans, extra, target=int(phase.rate))
+        result.update(
+            schedule_index=index,
+            label=phase.label,
+            started=started,
+            ended=time.time(),
+            mix=dict(phase.mix),
+            read_ratio=phase.read_ratio,
+        )
         results.append(result)
+        if on_phase is not None:
+            on_phase(result)
     return results
+
+
+def _run_phase(params, the_plan, spec, phase, scans, extra=None, target=0):
+    props = loaddriver.base_properties(
+        spec.properties(), the_plan["threads"], target, status_interval=params.get("status_interval") or 10
+    )
+    props.update({k: loaddriver.to_text(v) for k, v in _store_properties(params, spec, scans).items()})
+    props.update(extra or {})
+    if phase == "load":
+        props.pop("target", None)
+    try:
+        result = loaddriver.run(
+            params.get("java") or "java",
+            params["driver_home"],
+            params["store"],
+            phase,
+            props,
+            processes=the_plan["processes"],
+            heap=params.get("heap") or "512m",
+            timeout=params.get("timeout") or 3600,
+            server_pids=_server_pids(params.get("server_pid_files") or []),
+        )
+    except loaddriver.LoadDriverError as exc:
+        raise LoadError(str(exc)) from exc
+    result["workload"] = the_plan["workload"]
+    result["target"] = target
+    return result

@@ -118,6 +118,13 @@ options:
     description: MongoDB authentication database.
     type: str
     default: admin
+  schedule:
+    description:
+      - A schedule file (YAML or JSON) of phases (duration, mix, rate) to replay after the load phase, one client
+        run per phase with that phase's mix and rate for its duration; O(workload) and O(properties) give the
+        record layout and counts. See C(plugins/module_utils/schedules.py) for the format and the generators
+        (HPC job queue, abrupt read/write switching, daily pattern).
+    type: path
   server_pid_files:
     description: PID files of server processes on this host whose CPU time to report next to the client's.
     type: list
@@ -197,6 +204,7 @@ def main():
             ),
             database=dict(type="str", default="ycsb"),
             auth_source=dict(type="str", default="admin"),
+            schedule=dict(type="path"),
             server_pid_files=dict(type="list", elements="path", default=[]),
         ),
         required_together=[["login_user", "login_password"]],
@@ -204,9 +212,15 @@ def main():
     )
     try:
         plan = loadrun.plan(module.params)
+        schedule = loadrun.load_schedule(module.params)
+        if schedule is not None:
+            plan["schedule"] = [phase.to_dict() for phase in schedule.phases]
         if module.check_mode:
             module.exit_json(changed=False, results=[], plan=plan)
-        results = loadrun.execute(module.params, plan)
+        if schedule is None:
+            results = loadrun.execute(module.params, plan)
+        else:
+            results = loadrun.execute_schedule(module.params, plan, schedule)
     except loadrun.LoadError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=True, results=results, plan=plan)

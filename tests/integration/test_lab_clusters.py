@@ -355,3 +355,29 @@ def test_observe_names_an_unreachable_node_and_writes_nothing(clusters, tmp_path
 
     with history.open_history(history_path) as store:
         assert store.samples() == []
+
+
+def test_load_driver_replays_a_schedule_of_phases(clusters, tmp_path):
+    from ansible_collections.tactician.nosql.plugins.module_utils import schedules
+
+    path = str(tmp_path / "two-phases.yml")
+    schedules.save_schedule(
+        schedules.Schedule(
+            [
+                schedules.Phase(8, {"read": 1.0}, rate=400, label="read"),
+                schedules.Phase(8, {"update": 1.0}, rate=400, label="write"),
+            ],
+            seed=1,
+        ),
+        path,
+    )
+    result = _load(
+        "redis", REDIS_NODES[:3], "tactician", _redis_password(), "a", {"recordcount": 1000}, load_schedule=path
+    )
+    assert result.returncode == 0, result.stderr
+    load, read, write = result.task("Load")["results"]
+    assert load["phase"] == "load" and load["operations"]["insert"]["count"] == 1000
+    assert set(read["operations"]) == {"read"} and set(write["operations"]) == {"update"}
+    assert read["failed_total"] == write["failed_total"] == 0
+    assert 6.0 <= write["ended"] - write["started"] <= 20.0
+    assert read["operations"]["read"]["count"] > 1000

@@ -26,6 +26,7 @@ OUTPUT = """[OVERALL], RunTime(ms), 10000
 [UPDATE], Return=OK, 2000
 [READ-FAILED], Operations, 10
 [CLEANUP], Operations, 32
+[SERVER-COMMANDS], Operations, 50123
 """
 
 
@@ -38,6 +39,7 @@ def test_parse_output_reads_throughput_percentiles_and_failures():
     assert read["returns"] == {"OK": 47990, "ERROR": 10}
     assert result["failed"] == {"read": 10}
     assert "cleanup" not in result["operations"] and "total_gcs_ps_scavenge" not in result["operations"]
+    assert result["server_commands"] == 50123 and "server-commands" not in result["operations"]
 
 
 def test_split_for_processes_partitions_keys_operations_threads_and_target():
@@ -58,6 +60,7 @@ def test_merge_adds_counts_and_keeps_worst_percentile():
     assert merged["operations"]["read"]["count"] == 96000
     assert merged["operations"]["read"]["p999_ms"] == 12.0
     assert merged["failed"] == {"read": 20}
+    assert merged["server_commands"] == 2 * 50123
 
 
 def test_properties_file_is_private_and_escaped(tmp_path):
@@ -117,3 +120,48 @@ def test_redis_scan_index_only_for_workloads_with_scans():
     params = dict(BASE, store="redis", hosts=["127.0.0.1:6381"], login_user="u", login_password="p")
     assert loadrun._store_properties(params, ycsb.workload("c"))["redis.scanindex"] is False
     assert loadrun._store_properties(params, ycsb.workload("e"))["redis.scanindex"] is True
+
+
+def test_schedule_replay_runs_each_phase_with_its_mix_rate_and_duration(monkeypatch, tmp_path):
+    from ansible_collections.tactician.nosql.plugins.module_utils import schedules
+
+    path = str(tmp_path / "switch.yml")
+    schedules.save_schedule(
+        schedules.abrupt_switching(3, duration_s=60, min_interval_s=10, max_interval_s=25, rate=500), path
+    )
+    calls = []
+
+    def fake_run(java, home, store, phase, props, **kwargs):
+        calls.append((phase, dict(props)))
+        return {"throughput": 1.0, "failed": {}, "failed_total": 0, "operations": {}}
+
+    monkeypatch.setattr(loadrun.loaddriver, "run", fake_run)
+    monkeypatch.setattr(loadrun, "prepare", lambda *args: None)
+    params = dict(
+        BASE,
+        store="redis",
+        hosts=["127.0.0.1:6381"],
+        workload="a",
+        phases=["load", "run"],
+        properties={"recordcount": 100},
+        schedule=path,
+        driver_home="/d",
+    )
+    the_plan = loadrun.plan(params)
+    schedule = loadrun.load_schedule(params)
+    results = loadrun.execute_schedule(params, the_plan, schedule)
+    assert [phase for phase, _props in calls] == ["load"] + ["run"] * len(schedule.phases)
+    assert "target" not in calls[0][1]
+    for (_phase, props), expected in zip(calls[1:], schedule.phases, strict=True):
+        assert props["target"] == "500"
+        assert props["maxexecutiontime"] == str(int(-(-expected.duration_s // 1)))
+        assert float(props["readproportion"]) == expected.mix.get("read", 0.0)
+        assert props["redis.scanindex"] == "false"
+    assert [r["read_ratio"] for r in results[1:]] == [p.read_ratio for p in schedule.phases]
+
+
+def test_bad_schedule_file_names_the_field(tmp_path):
+    path = tmp_path / "bad.yml"
+    path.write_text("version: 1\nseed: 0\nphases:\n  - duration_s: 10\n    mix: {reed: 1.0}\n    rate: 5\n")
+    with pytest.raises(loadrun.LoadError, match=r"^schedule: phases\[0\]\.mix"):
+        loadrun.load_schedule({"schedule": str(path)})

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.Vector;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
 import redis.clients.jedis.Connection;
 import redis.clients.jedis.DefaultJedisClientConfig;
@@ -35,6 +36,8 @@ public class RedisClusterDB extends DB {
   private static int references;
   private static boolean scanIndex;
   private static final String INDEX = "_indices";
+  /** Commands sent to the servers, printed at the end: a scan is one range query plus one read per record. */
+  private static final AtomicLong COMMANDS = new AtomicLong();
 
   @Override
   public void init() throws DBException {
@@ -82,6 +85,7 @@ public class RedisClusterDB extends DB {
       if (references == 0 && cluster != null) {
         cluster.close();
         cluster = null;
+        System.out.println("[SERVER-COMMANDS], Operations, " + COMMANDS.get());
       }
     }
   }
@@ -94,6 +98,7 @@ public class RedisClusterDB extends DB {
   public Status read(String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
     try {
       if (fields == null) {
+        COMMANDS.incrementAndGet();
         Map<String, String> all = cluster.hgetAll(key);
         if (all.isEmpty()) {
           return Status.NOT_FOUND;
@@ -101,6 +106,7 @@ public class RedisClusterDB extends DB {
         StringByteIterator.putAllAsByteIterators(result, all);
       } else {
         String[] names = fields.toArray(new String[0]);
+        COMMANDS.incrementAndGet();
         List<String> values = cluster.hmget(key, names);
         for (int i = 0; i < names.length; i++) {
           result.put(names[i], new StringByteIterator(values.get(i) == null ? "" : values.get(i)));
@@ -116,8 +122,10 @@ public class RedisClusterDB extends DB {
   public Status insert(String table, String key, Map<String, ByteIterator> values) {
     try {
       cluster.hset(key, StringByteIterator.getStringMap(values));
+      COMMANDS.incrementAndGet();
       if (scanIndex) {
         cluster.zadd(INDEX, score(key), key);
+        COMMANDS.incrementAndGet();
       }
       return Status.OK;
     } catch (Exception e) {
@@ -129,8 +137,10 @@ public class RedisClusterDB extends DB {
   public Status delete(String table, String key) {
     try {
       long removed = cluster.del(key);
+      COMMANDS.incrementAndGet();
       if (scanIndex) {
         cluster.zrem(INDEX, key);
+        COMMANDS.incrementAndGet();
       }
       return removed == 0 ? Status.NOT_FOUND : Status.OK;
     } catch (Exception e) {
@@ -141,6 +151,7 @@ public class RedisClusterDB extends DB {
   @Override
   public Status update(String table, String key, Map<String, ByteIterator> values) {
     try {
+      COMMANDS.incrementAndGet();
       cluster.hset(key, StringByteIterator.getStringMap(values));
       return Status.OK;
     } catch (Exception e) {
@@ -152,6 +163,7 @@ public class RedisClusterDB extends DB {
   public Status scan(String table, String startkey, int recordcount, Set<String> fields,
                      Vector<HashMap<String, ByteIterator>> result) {
     try {
+      COMMANDS.incrementAndGet();
       List<String> keys = cluster.zrangeByScore(INDEX, score(startkey), Double.POSITIVE_INFINITY, 0, recordcount);
       for (String key : keys) {
         HashMap<String, ByteIterator> values = new HashMap<>();
