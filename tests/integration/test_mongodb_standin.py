@@ -197,3 +197,33 @@ def test_standin_has_no_authentication(mongodb_standin):
             mongodb.server_facts(client)
     finally:
         client.close()
+
+
+def test_load_driver_runs_workload_a_against_the_standin(mongodb_standin):
+    """The MongoDB binding of the load driver (Java sync driver) loads and runs YCSB workload A on the stand-in."""
+    lab_dir = os.path.join(ROOT, ".lab", "test")
+    install = run_playbook(
+        os.path.join(ROOT, "tests", "integration", "playbooks", "load_driver.yml"),
+        os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml"),
+        {"lab_dir": lab_dir},
+    )
+    assert install.returncode == 0, install.stderr
+    from ansible_collections.tactician.nosql.plugins.module_utils import loadrun
+
+    params = dict(
+        store="mongodb",
+        hosts=["%s:%d" % (mongodb_standin.host, mongodb_standin.port)],
+        driver_home=os.path.join(lab_dir, "load-driver"),
+        threads=8,
+        processes=1,
+        target=0,
+        workload="a",
+        phases=["load", "run"],
+        reload=True,
+        database="ycsb_it",
+        properties={"recordcount": 1000, "operationcount": 2000},
+    )
+    load, run = loadrun.execute(params, loadrun.plan(params))
+    assert load["operations"]["insert"]["count"] == 1000 and load["failed_total"] == 0
+    assert run["operations"]["read"]["count"] + run["operations"]["update"]["count"] == 2000
+    assert run["failed_total"] == 0
