@@ -18,6 +18,8 @@ import subprocess
 import tempfile
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.process import cpu_seconds
+
 STORES = {
     "cassandra": "tactician.ycsb.CassandraCqlDB",
     "redis": "tactician.ycsb.RedisClusterDB",
@@ -222,21 +224,11 @@ def merge(parts):
     return merged
 
 
-def process_cpu_seconds(pid):
-    """User + system CPU seconds a process has used so far (None when it cannot be read)."""
-    try:
-        with open("/proc/%d/stat" % int(pid)) as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-    except (OSError, ValueError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
-
-
 def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600, workdir=None, server_pids=()):
     """Run one phase with `processes` client JVMs; returns the merged result plus the driver's CPU seconds and,
     for the server processes given by PID, theirs (the CPU split between driver and server)."""
     parts = split_for_processes(props, phase, processes)
-    servers_before = {pid: process_cpu_seconds(pid) for pid in server_pids}
+    servers_before = {pid: cpu_seconds(pid) for pid in server_pids}
     tmp = tempfile.mkdtemp(prefix="tactician-load-", dir=workdir)
     procs = []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -275,8 +267,13 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
     merged["status_by_process"] = status
     merged["wall_s"] = round(time.monotonic() - started, 3)
     merged["client_cpu_s"] = round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 3)
-    server_cpu = [process_cpu_seconds(pid) - start for pid, start in servers_before.items() if start is not None]
-    merged["server_cpu_s"] = round(sum(c for c in server_cpu if c is not None), 3) if server_cpu else None
+    servers_after = {pid: cpu_seconds(pid) for pid in servers_before}
+    server_cpu = [
+        servers_after[pid] - start
+        for pid, start in servers_before.items()
+        if start is not None and servers_after[pid] is not None
+    ]
+    merged["server_cpu_s"] = round(sum(server_cpu), 3) if server_cpu else None
     merged["processes"] = len(parts)
     merged["phase"] = phase
     merged["store"] = store

@@ -15,6 +15,7 @@ import os
 import time as _time
 
 from ansible_collections.tactician.nosql.plugins.module_utils import telemetry
+from ansible_collections.tactician.nosql.plugins.module_utils.process import cpu_seconds, read_pid
 
 # Counters of each store that are operations, by sample operation name.
 OPERATION_COUNTERS = {
@@ -56,18 +57,6 @@ class Probe:
         return self._snapshot()
 
 
-def process_cpu_seconds(pid_file):
-    """CPU seconds (user + system) of the process whose PID pid_file holds, or None."""
-    try:
-        with open(pid_file) as handle:
-            pid = int(handle.read().split()[0])
-        with open("/proc/%d/stat" % pid) as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def _take(probe, clock):
     try:
         snap = probe.snapshot()
@@ -75,7 +64,7 @@ def _take(probe, clock):
         raise ObserveError("%s: cannot be observed: %s" % (probe.node, exc)) from exc
     counters = dict(snap["counters"])
     if probe.pid_file:
-        cpu = process_cpu_seconds(probe.pid_file)
+        cpu = cpu_seconds(read_pid(probe.pid_file))
         if cpu is not None:
             counters[PROCESS_CPU] = cpu
     return clock(), counters, snap.get("gauges", {})

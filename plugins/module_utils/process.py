@@ -69,6 +69,16 @@ def running_pid(pid_file, marker=None):
     return pid
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds a process has used so far (None when it cannot be read)."""
+    try:
+        with open("/proc/%d/stat" % int(pid)) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
+
+
 def port_open(host, port, timeout=1.0):
     """True when a TCP connection to host:port is accepted."""
     try:
