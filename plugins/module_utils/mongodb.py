@@ -124,6 +124,12 @@ def server_facts(client):
     )
 
 
+def _first(cursor):
+    for document in cursor:
+        return document
+    return None
+
+
 def counters_from_server_status(status):
     """Cumulative counters and gauges from a serverStatus document: opcounters (query -> read, insert, update,
     delete; getmore -> scan continuation; command -> other) and the WiredTiger cache's page requests and misses."""
@@ -150,15 +156,88 @@ def counters_from_server_status(status):
     return {"counters": counters, "gauges": gauges}
 
 
+def collection_facts(coll_stats, index_stats):
+    """Per-collection facts from one `$collStats: {storageStats: {}}` document and the `$indexStats` documents of
+    the same collection: documents, data and storage bytes, and each index's accesses (counters, so rates can be
+    taken) with whether it is hidden, a TTL index or still building."""
+    storage = (coll_stats or {}).get("storageStats", {})
+    indexes = {}
+    for entry in index_stats or []:
+        spec = entry.get("spec", {})
+        indexes[entry.get("name")] = {
+            "accesses": int(entry.get("accesses", {}).get("ops", 0)),
+            "key": dict(entry.get("key", {})),
+            "hidden": bool(spec.get("hidden", False)),
+            "ttl_seconds": spec.get("expireAfterSeconds"),
+            "building": bool(entry.get("building", False)),
+        }
+    return {
+        "documents": storage.get("count"),
+        "data_bytes": storage.get("size"),
+        "storage_bytes": storage.get("storageSize"),
+        "indexes": indexes,
+    }
+
+
+def profiler_summary(profile_documents):
+    """Operations the database profiler recorded (system.profile documents), by operation type, with the slowest
+    duration in ms: what is slow, where profiling is on."""
+    summary = {}
+    for doc in profile_documents:
+        op = doc.get("op", "other")
+        entry = summary.setdefault(op, {"count": 0, "max_ms": 0})
+        entry["count"] += 1
+        entry["max_ms"] = max(entry["max_ms"], int(doc.get("millis", 0)))
+    return summary
+
+
+def _collection(collection):
+    """collection_facts of one collection; a server without $collStats or $indexStats gives what it has."""
+    try:
+        stats = _first(collection.aggregate([{"$collStats": {"storageStats": {}}}]))
+    except PyMongoError:
+        stats = None
+    try:
+        index_stats = list(collection.aggregate([{"$indexStats": {}}]))
+    except PyMongoError:
+        index_stats = []
+    return collection_facts(stats, index_stats)
+
+
+def _profiled(database):
+    """{database: profiler_summary} where the profiler is on, else {}."""
+    try:
+        if database.command("profile", -1).get("was", 0) <= 0:
+            return {}
+        return {database.name: profiler_summary(database["system.profile"].find().sort("$natural", -1).limit(1000))}
+    except PyMongoError:
+        return {}
+
+
+def _user_databases(client):
+    return [name for name in client.list_database_names() if name not in ("admin", "local", "config")]
+
+
 def workload_counters(client):
     """One server's counters and gauges (serverStatus); data_bytes from dbStats of every database."""
     try:
         status = client.admin.command("serverStatus")
         snapshot = counters_from_server_status(status)
         total = 0
-        for name in client.list_database_names():
-            total += int(client[name].command("dbStats").get("dataSize", 0))
+        collections = {}
+        profiled = {}
+        for name in _user_databases(client):
+            database = client[name]
+            total += int(database.command("dbStats").get("dataSize", 0))
+            for coll in database.list_collection_names():
+                if coll.startswith("system."):
+                    continue
+                collections["%s.%s" % (name, coll)] = _collection(database[coll])
+            profiled.update(_profiled(database))
         snapshot["gauges"]["data_bytes"] = total
+        snapshot["gauges"]["collections"] = collections
+        if profiled:
+            snapshot["gauges"]["profiler"] = profiled
     except PyMongoError as exc:
         raise MongoAdminError(str(exc)) from exc
     return snapshot

@@ -227,3 +227,23 @@ def test_load_driver_runs_workload_a_against_the_standin(mongodb_standin):
     assert load["operations"]["insert"]["count"] == 1000 and load["failed_total"] == 0
     assert run["operations"]["read"]["count"] + run["operations"]["update"]["count"] == 2000
     assert run["failed_total"] == 0
+
+
+def test_observe_runs_on_the_standin_and_lists_collections_and_indexes(mongodb_standin, client):
+    """observe end to end on the stand-in: it has no opcounters (rates are 0) but dbStats, listIndexes and
+    $indexStats answer, so the collection and index facts are real."""
+    from ansible_collections.tactician.nosql.plugins.module_utils import observe, observe_stores
+
+    client.obs_it.orders.insert_many([{"i": i} for i in range(50)])
+    client.obs_it.orders.create_index("i")
+    params = dict(
+        store="mongodb",
+        nodes=[{"address": "%s:%d" % (mongodb_standin.host, mongodb_standin.port)}],
+        auth_source="admin",
+        connect_timeout=5.0,
+    )
+    with observe_stores.Probes(params) as probes:
+        result = observe.observe(probes, "mongodb", "it", duration=2, interval=1)
+    sample = result["samples"][0]
+    assert sample["store"] == "mongodb" and sample["throughput"] == 0.0
+    assert set(sample["extra"]["collections"]["obs_it.orders"]["indexes"]) == {"_id_", "i_1"}

@@ -144,3 +144,27 @@ def test_redis_commands_map_to_operations():
     assert snap["counters"]["scan"] == 3 and snap["counters"]["delete"] == 2 and snap["counters"]["other"] == 11
     assert snap["counters"]["keyspace_requests"] == 100 and snap["gauges"]["data_bytes"] == 1024
     assert json.dumps(snap)
+
+
+def _fixture(name):
+    from bson import json_util
+
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return json_util.loads(handle.read())
+
+
+def test_mongodb_collection_facts_from_recorded_collstats_and_indexstats():
+    facts = mongodb.collection_facts(_fixture("coll_stats_storage_stats.json")[0], _fixture("index_stats.json"))
+    assert facts["documents"] == 21504331 and facts["data_bytes"] == 9341204480
+    assert facts["indexes"]["customer_1_createdAt_-1"]["accesses"] == 287114390
+    assert facts["indexes"]["status_1"]["hidden"] is True and facts["indexes"]["status_1"]["accesses"] == 0
+    assert facts["indexes"]["expiresAt_1"]["ttl_seconds"] == 0
+    assert facts["indexes"]["region_1_total_-1"]["building"] is True
+
+
+def test_mongodb_profiler_summary():
+    docs = [{"op": "query", "millis": 120}, {"op": "query", "millis": 450}, {"op": "update", "millis": 90}]
+    assert mongodb.profiler_summary(docs) == {
+        "query": {"count": 2, "max_ms": 450},
+        "update": {"count": 1, "max_ms": 90},
+    }
