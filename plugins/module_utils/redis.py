@@ -478,6 +478,40 @@ COMMAND_OPERATIONS = {
 _COMMAND_TO_OP = {command: op for op, commands in COMMAND_OPERATIONS.items() for command in commands}
 
 
+def _pairs(flat):
+    """A RESP2 flat [key, value, key, value, ...] list as a dict (keys decoded)."""
+    flat = list(flat or [])
+    return {_text(flat[i]): flat[i + 1] for i in range(0, len(flat) - 1, 2)}
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def parse_cluster_shards(reply):
+    """CLUSTER SHARDS (Redis 7) -> [{slots: [(first, last)], nodes: [{id, endpoint, port, role, health,
+    replication_offset}]}], the topology of the cluster as one node sees it."""
+    shards = []
+    for raw in reply or []:
+        shard = _pairs(raw)
+        slots = [int(x) for x in shard.get("slots", [])]
+        nodes = []
+        for node in shard.get("nodes", []):
+            fields = _pairs(node)
+            nodes.append(
+                {
+                    "id": _text(fields.get("id")),
+                    "endpoint": _text(fields.get("endpoint") or fields.get("ip")),
+                    "port": int(fields.get("port") or fields.get("tls-port") or 0),
+                    "role": _text(fields.get("role")),
+                    "health": _text(fields.get("health")),
+                    "replication_offset": int(fields.get("replication-offset") or 0),
+                }
+            )
+        shards.append({"slots": list(zip(slots[0::2], slots[1::2], strict=False)), "nodes": nodes})
+    return shards
+
+
 def workload_counters(conn):
     """One node's cumulative counters and gauges from INFO: calls per operation kind (commandstats mapped by
     COMMAND_OPERATIONS), keyspace hits and misses; gauges role, used memory and dataset bytes."""
@@ -492,6 +526,10 @@ def workload_counters(conn):
     counters["keyspace_requests"] = counters["keyspace_hits"] + int(stats.get("keyspace_misses", 0))
     memory = conn.info("memory")
     role = replication_info(conn)["role"]
+    try:
+        shards = parse_cluster_shards(raw_command(conn, "CLUSTER", "SHARDS"))
+    except RedisError:
+        shards = None  # not in cluster mode, or a server older than 7.0
     return {
         "counters": counters,
         "gauges": {
@@ -499,5 +537,6 @@ def workload_counters(conn):
             "data_bytes": int(memory.get("used_memory_dataset", memory.get("used_memory", 0))),
             "used_memory": int(memory.get("used_memory", 0)),
             "maxmemory": int(memory.get("maxmemory", 0)),
+            "shards": shards,
         },
     }

@@ -334,6 +334,9 @@ def test_observe_sees_the_drivers_rate_and_mix_on_redis(clusters, tmp_path):
     assert abs(aggregate["read_ratio"] - 0.95) <= 0.05
     assert 0.85 * 1500 <= aggregate["throughput"] <= 1.15 * 1500
     assert len(aggregate["extra"]["nodes"]) == 3
+    shards = observed.task("Observe")["samples"][0]["extra"]["shards"]
+    assert len(shards) == 3 and all(len(shard["nodes"]) == 2 for shard in shards)
+    assert sum(last - first + 1 for shard in shards for first, last in shard["slots"]) == 16384
 
 
 def test_observe_names_an_unreachable_node_and_writes_nothing(clusters, tmp_path):

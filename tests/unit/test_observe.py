@@ -112,10 +112,70 @@ def test_mongodb_counters_from_recorded_server_status():
     )
 
 
+SHARDS = [
+    [
+        b"slots",
+        [0, 5460],
+        b"nodes",
+        [
+            [
+                b"id",
+                b"e7d1",
+                b"port",
+                6381,
+                b"ip",
+                b"127.0.0.1",
+                b"endpoint",
+                b"127.0.0.1",
+                b"role",
+                b"master",
+                b"replication-offset",
+                1234,
+                b"health",
+                b"online",
+            ],
+            [
+                b"id",
+                b"07c3",
+                b"port",
+                6384,
+                b"ip",
+                b"127.0.0.1",
+                b"endpoint",
+                b"127.0.0.1",
+                b"role",
+                b"replica",
+                b"replication-offset",
+                1234,
+                b"health",
+                b"online",
+            ],
+        ],
+    ]
+]
+
+
+class FakeConnection:
+    def send_command(self, *args):
+        assert args == ("CLUSTER", "SHARDS")
+
+    def read_response(self):
+        return SHARDS
+
+
+class FakePool:
+    def get_connection(self):
+        return FakeConnection()
+
+    def release(self, connection):
+        pass
+
+
 class FakeRedis:
     def __init__(self, commandstats, role="master"):
         self.commandstats = commandstats
         self.role = role
+        self.connection_pool = FakePool()
 
     def info(self, section):
         if section == "commandstats":
@@ -143,6 +203,12 @@ def test_redis_commands_map_to_operations():
     assert snap["counters"]["read"] == 55 and snap["counters"]["update"] == 40
     assert snap["counters"]["scan"] == 3 and snap["counters"]["delete"] == 2 and snap["counters"]["other"] == 11
     assert snap["counters"]["keyspace_requests"] == 100 and snap["gauges"]["data_bytes"] == 1024
+    shard = snap["gauges"]["shards"][0]
+    assert shard["slots"] == [(0, 5460)]
+    assert [(n["port"], n["role"], n["health"]) for n in shard["nodes"]] == [
+        (6381, "master", "online"),
+        (6384, "replica", "online"),
+    ]
     assert json.dumps(snap)
 
 
