@@ -479,7 +479,9 @@ _COMMAND_TO_OP = {command: op for op, commands in COMMAND_OPERATIONS.items() for
 
 
 def _pairs(flat):
-    """A RESP2 flat [key, value, key, value, ...] list as a dict (keys decoded)."""
+    """A RESP3 map, or a RESP2 flat [key, value, key, value, ...] list, as a dict (keys decoded)."""
+    if isinstance(flat, dict):
+        return {_text(key): value for key, value in flat.items()}
     flat = list(flat or [])
     return {_text(flat[i]): flat[i + 1] for i in range(0, len(flat) - 1, 2)}
 

@@ -234,3 +234,37 @@ def test_mongodb_profiler_summary():
         "query": {"count": 2, "max_ms": 450},
         "update": {"count": 1, "max_ms": 90},
     }
+
+
+def test_cluster_shards_as_resp3_maps():
+    reply = [
+        {
+            "slots": [0, 16383],
+            "nodes": [
+                {
+                    "id": "4368",
+                    "port": 6499,
+                    "ip": "",
+                    "endpoint": "",
+                    "role": "master",
+                    "replication-offset": 0,
+                    "health": "online",
+                }
+            ],
+        }
+    ]
+    assert redis_adapter.parse_cluster_shards(reply) == [
+        {
+            "slots": [(0, 16383)],
+            "nodes": [
+                {
+                    "id": "4368",
+                    "endpoint": "",
+                    "port": 6499,
+                    "role": "master",
+                    "health": "online",
+                    "replication_offset": 0,
+                }
+            ],
+        }
+    ]
