@@ -20,6 +20,18 @@ def fail_imports(module, missing):
     )
 
 
+def any_store_argument_spec():
+    """Connection options of the modules that take any store (doc fragment tactician.nosql.any_store)."""
+    return dict(
+        port=dict(type="int", default=9042),
+        login_user=dict(type="str"),
+        login_password=dict(type="str", no_log=True),
+        tls=dict(type="bool", default=False),
+        ca_file=dict(type="path"),
+        auth_source=dict(type="str", default="admin"),
+    )
+
+
 def poll_health(check, timeout, interval):
     """Call check() -> (problems, views) until it finds no problem or timeout seconds have passed.
 

@@ -18,6 +18,8 @@ description:
 version_added: 0.1.0
 author:
   - Tactician maintainers (@tactician)
+extends_documentation_fragment:
+  - tactician.nosql.any_store
 options:
   store:
     description: Which store to drive.
@@ -80,23 +82,6 @@ options:
     type: list
     elements: str
     required: true
-  port:
-    description: Cassandra's CQL port (Redis and MongoDB take the port in O(hosts)).
-    type: int
-    default: 9042
-  login_user:
-    description: Cassandra role, Redis ACL user or MongoDB user.
-    type: str
-  login_password:
-    description: Its password. Never logged, never on a command line.
-    type: str
-  tls:
-    description: Connect with TLS.
-    type: bool
-    default: false
-  ca_file:
-    description: CA bundle for TLS.
-    type: path
   keyspace:
     description: Cassandra keyspace of the YCSB table (created with O(replication_factor) when missing).
     type: str
@@ -114,10 +99,6 @@ options:
     description: MongoDB database of the YCSB collection.
     type: str
     default: ycsb
-  auth_source:
-    description: MongoDB authentication database.
-    type: str
-    default: admin
   schedule:
     description:
       - A schedule file (YAML or JSON) of phases (duration, mix, rate) to replay after the load phase, one client
@@ -174,11 +155,13 @@ results:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import loadrun
+from ansible_collections.tactician.nosql.plugins.module_utils.common import any_store_argument_spec
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            **any_store_argument_spec(),
             store=dict(type="str", choices=list(loadrun.STORES), required=True),
             driver_home=dict(type="path", required=True),
             java=dict(type="path", default="java"),
@@ -192,18 +175,12 @@ def main():
             heap=dict(type="str", default="512m"),
             timeout=dict(type="int", default=3600),
             hosts=dict(type="list", elements="str", required=True),
-            port=dict(type="int", default=9042),
-            login_user=dict(type="str"),
-            login_password=dict(type="str", no_log=True),
-            tls=dict(type="bool", default=False),
-            ca_file=dict(type="path"),
             keyspace=dict(type="str", default="ycsb", no_log=False),
             replication_factor=dict(type="int", default=1),
             consistency=dict(
                 type="str", choices=["ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_ONE", "LOCAL_QUORUM"], default="ONE"
             ),
             database=dict(type="str", default="ycsb"),
-            auth_source=dict(type="str", default="admin"),
             schedule=dict(type="path"),
             server_pid_files=dict(type="list", elements="path", default=[]),
         ),

@@ -24,6 +24,8 @@ description:
 version_added: 0.1.0
 author:
   - Tactician maintainers (@tactician)
+extends_documentation_fragment:
+  - tactician.nosql.any_store
 options:
   store:
     description: The store the nodes run.
@@ -75,27 +77,6 @@ options:
   history:
     description: History store to write to (a SQLite path or C(sqlite:///path)); nothing is written when unset.
     type: str
-  port:
-    description: Cassandra CQL port.
-    type: int
-    default: 9042
-  login_user:
-    description: Cassandra role, Redis ACL user or MongoDB user.
-    type: str
-  login_password:
-    description: Its password. Never logged.
-    type: str
-  tls:
-    description: Connect with TLS.
-    type: bool
-    default: false
-  ca_file:
-    description: CA bundle for TLS.
-    type: path
-  auth_source:
-    description: MongoDB authentication database.
-    type: str
-    default: admin
   connect_timeout:
     description: Seconds to wait for each connection.
     type: float
@@ -142,12 +123,13 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import history as history_store
 from ansible_collections.tactician.nosql.plugins.module_utils import observe, observe_stores
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.common import any_store_argument_spec, fail_imports
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            **any_store_argument_spec(),
             store=dict(type="str", choices=list(observe.OPERATION_COUNTERS), required=True),
             cluster=dict(type="str", default="lab"),
             nodes=dict(
@@ -167,12 +149,6 @@ def main():
             interval=dict(type="float", default=5.0),
             keyspaces=dict(type="list", elements="str", default=[], no_log=False),
             history=dict(type="str"),
-            port=dict(type="int", default=9042),
-            login_user=dict(type="str"),
-            login_password=dict(type="str", no_log=True),
-            tls=dict(type="bool", default=False),
-            ca_file=dict(type="path"),
-            auth_source=dict(type="str", default="admin"),
             connect_timeout=dict(type="float", default=10.0),
         ),
         required_together=[["login_user", "login_password"]],
