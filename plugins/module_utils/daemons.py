@@ -18,6 +18,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.cassandra_server i
     server_argv,
 )
 from ansible_collections.tactician.nosql.plugins.module_utils.common import Stopwatch
+from ansible_collections.tactician.nosql.plugins.module_utils.configfile import config_digest
 
 STATES = ["started", "stopped", "restarted"]
 
@@ -39,13 +40,36 @@ def config_newer_than_process(pid_file, files):
     return any(os.path.exists(path) and os.path.getmtime(path) > started for path in files if path)
 
 
+def digest_file(pid_file):
+    """Where the digest of the configuration the running process reflects is kept."""
+    return pid_file + ".config-sha256"
+
+
+def record_config_live(pid_file, files):
+    """Record that the running process reflects files as they are now (after a start, or after settings
+    were changed live and written to the file, e.g. CONFIG SET + CONFIG REWRITE)."""
+    with open(digest_file(pid_file), "w") as handle:
+        handle.write(config_digest([path for path in files if path]) + "\n")
+
+
+def config_changed_since_start(pid_file, files):
+    """True when the files differ from what the running process reflects: by digest when one was recorded,
+    else by modification time."""
+    try:
+        with open(digest_file(pid_file)) as handle:
+            recorded = handle.read().strip()
+    except OSError:
+        return config_newer_than_process(pid_file, files)
+    return recorded != config_digest([path for path in files if path])
+
+
 def _wanted_state(params, pid, files):
     state = params["state"]
     if (
         state == "started"
         and pid
         and params.get("restart_on_change")
-        and config_newer_than_process(params["pid_file"], files)
+        and config_changed_since_start(params["pid_file"], files)
     ):
         return "restarted"
     return state
@@ -97,6 +121,7 @@ def _stop_cassandra(params, pid, watch, actions, warnings):
         how = process.terminate(pid, timeout=params.get("stop_timeout") or 90)
     actions.append("stop (%s)" % how)
     process.remove_pid_file(params["pid_file"])
+    process.remove_pid_file(digest_file(params["pid_file"]))
 
 
 def _start_cassandra(params, watch, actions):
@@ -125,6 +150,7 @@ def _start_cassandra(params, watch, actions):
             log_file=os.path.join(params["log_dir"], "system.log"),
             what="CQL on %s:%s" % (params["rpc_address"], params["native_port"]),
         )
+    record_config_live(params["pid_file"], [params["config_file"], params["logback_file"]])
     actions.append("start")
     return pid
 
@@ -173,5 +199,6 @@ def redis_daemon(params, check_mode=False):
                 )
             finally:
                 conn.close()
+        record_config_live(params["pid_file"], [params["config_file"]])
         actions.append("start")
     return _result(True, pid, actions, watch)

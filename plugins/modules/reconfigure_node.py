@@ -1,0 +1,311 @@
+#!/usr/bin/python
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: reconfigure_node
+short_description: Bring one Cassandra, Redis or MongoDB node to a wanted configuration, live or by a restart
+description:
+  - One node's step of a rolling reconfiguration. Validates the wanted settings against the parameter catalog of
+    the store (names, types, ranges, the node's memory budget) before anything is touched, reads what the node
+    runs now (Cassandra C(system_views.settings), Redis C(CONFIG GET), MongoDB C(getParameter)) and changes only
+    what differs.
+  - Settings that can change live are applied live (Cassandra C(nodetool set*), Redis C(CONFIG SET) then
+    C(CONFIG REWRITE), MongoDB C(setParameter)) and written to the config file so that they survive a restart.
+  - For the others the node is restarted - Cassandra drained first; a Redis master failed over to its most
+    up-to-date replica first (C(CLUSTER FAILOVER), with retries); a MongoDB primary stepped down first - its
+    config file rewritten in place (comments and key order kept, a backup kept next to it), started again and
+    awaited until the cluster sees it back. Cassandra is back when every peer sees it Up/Normal and no peer holds
+    hints for it; Redis when every node reports cluster_state ok and its replica link is up; MongoDB when it
+    answers as primary or secondary.
+  - Then the new values are read back from the node (verify). If the node does not come back, the previous
+    config file is restored and the node started again before the task fails, so a roll stops with the cluster
+    available.
+  - Restarts belong to C(playbooks/rolling_reconfigure.yml), which calls this module one batch of nodes at a time.
+    Use O(allow_restart=false) to refuse any change that needs a restart.
+  - The catalog is read on the controller from the collection's C(catalog/) folder and passed to the node.
+version_added: 0.1.0
+author:
+  - Tactician maintainers (@tactician)
+extends_documentation_fragment:
+  - tactician.nosql.any_store
+options:
+  store:
+    description: The store the node belongs to.
+    type: str
+    choices: [cassandra, redis, mongodb]
+    required: true
+  address:
+    description:
+      - The node. Cassandra - its RPC address (the CQL port is O(port)). Redis and MongoDB - C(host:port).
+    type: str
+    required: true
+  settings:
+    description:
+      - "Wanted settings by catalog name (see the C(tactician.nosql.catalog) lookup), for example
+        C({memtable_heap_space: 256, concurrent_writes: 64}) for Cassandra or C({maxmemory: 104857600}) for Redis.
+        Values may carry units as the server writes them (C(256MiB), C(100mb))."
+    type: dict
+    default: {}
+  config_file:
+    description: The node's config file (cassandra.yaml, redis.conf, mongod.conf), rewritten in place.
+    type: path
+  catalog_version:
+    description: Version of the store's catalog to use (default the newest).
+    type: str
+  catalog:
+    description: The catalog itself; set by the action plugin from the collection's catalog files.
+    type: dict
+  allow_restart:
+    description: Restart the node when a setting needs it. With V(false) such a change fails and nothing is touched.
+    type: bool
+    default: true
+  verify:
+    description: Read the values back from the node after the change and fail when they differ.
+    type: bool
+    default: true
+  rollback:
+    description: When the node does not come back, restore the previous config file and start it again.
+    type: bool
+    default: true
+  memory_mb:
+    description: Memory of the node in MiB for the budget check (default the managed host's MemTotal).
+    type: int
+  heap_mb:
+    description: Cassandra heap in MiB for the budget check (default from C(heap_size) in O(daemon)).
+    type: int
+  daemon:
+    description:
+      - How the collection's own runner starts and stops the node (lab and test nodes) - the options of
+        M(tactician.nosql.cassandra_daemon) or M(tactician.nosql.redis_daemon) without C(state).
+      - Without it, O(stop_command) and O(start_command) are used (systemd or a supervisor).
+    type: dict
+  stop_command:
+    description:
+      - Argument vector that stops the node (Cassandra is drained before it runs), e.g. C([systemctl, stop, mongod]).
+    type: list
+    elements: str
+  start_command:
+    description: Argument vector that starts the node.
+    type: list
+    elements: str
+  peers:
+    description:
+      - The other nodes of the cluster, whose view decides when the node is back. Cassandra - a list of
+        C({address, jmx_port, native_port}); Redis - a list of C(host:port).
+    type: list
+    elements: raw
+    default: []
+  rejoin_timeout:
+    description: Seconds to wait for the node to be back as its peers see it.
+    type: int
+    default: 600
+  cassandra_home:
+    description: Cassandra installation with C(lib/) (for nodetool).
+    type: path
+  java:
+    description: Java executable for nodetool.
+    type: str
+    default: java
+  jmx_host:
+    description: JMX host of the Cassandra node.
+    type: str
+    default: 127.0.0.1
+  jmx_port:
+    description: JMX port of the Cassandra node.
+    type: int
+    default: 7199
+  jmx_user:
+    description: JMX user, when JMX authentication is on.
+    type: str
+  jmx_password:
+    description: JMX password (passed to nodetool through a private file, never on its command line).
+    type: str
+  failover:
+    description: Redis - fail a master over to its replica before restarting it (V(auto)), or never.
+    type: str
+    choices: [auto, never]
+    default: auto
+attributes:
+  check_mode:
+    description:
+      - Reports the changes, whether a restart is required and the steps a real run would take; touches nothing.
+    support: full
+  diff_mode:
+    description: Shows the running values before and the wanted values after.
+    support: full
+  action:
+    description: An action plugin loads the catalog on the controller.
+    support: full
+notes:
+  - The keys this module sets are recorded in C(<config_file>.tuned.json) so that the node roles leave them alone.
+"""
+
+EXAMPLES = r"""
+- name: Bigger memtables on a lab node (needs a restart)
+  tactician.nosql.reconfigure_node:
+    store: cassandra
+    address: 127.0.0.2
+    settings:
+      memtable_heap_space: 256
+      memtable_flush_writers: 4
+    config_file: "{{ cassandra_node_dir }}/conf/cassandra.yaml"
+    cassandra_home: "{{ cassandra_node_home }}"
+    jmx_port: 7299
+    login_user: cassandra
+    login_password: "{{ cassandra_password }}"
+    peers: "{{ groups['cassandra'] | map('extract', hostvars) | map(attribute='tactician_peer') | list }}"
+
+- name: Redis eviction, live
+  tactician.nosql.reconfigure_node:
+    store: redis
+    address: 127.0.0.1:6381
+    settings:
+      maxmemory: 64mb
+      maxmemory-policy: allkeys-lru
+    login_user: tactician
+    login_password: "{{ redis_password }}"
+    allow_restart: false
+"""
+
+RETURN = r"""
+changes:
+  description: Settings that differ, with the running value, the wanted one and how it is applied.
+  returned: always
+  type: dict
+  sample: {memtable_heap_space: {before: 128, after: 256, apply: restart}}
+file_changes:
+  description: Keys of the config file that change.
+  returned: always
+  type: dict
+restart_required:
+  description: Whether a change needs a restart of the node.
+  returned: always
+  type: bool
+steps:
+  description: Steps taken (or planned, in check mode).
+  returned: always
+  type: list
+  elements: str
+  sample: [stop, write config, start, rejoin, verify]
+commands:
+  description: Live commands executed (never with secrets).
+  returned: always
+  type: list
+  elements: str
+timings:
+  description: Seconds per step (read, prepare, stop, write_config, start, rejoin, verify, rollback).
+  returned: always
+  type: dict
+downtime:
+  description: Seconds from stopping the node until the cluster saw it back (T_r).
+  returned: when the node was restarted
+  type: float
+rejoin:
+  description: How the node came back (Cassandra - seconds to UN and until hints were delivered).
+  returned: when the node was restarted
+  type: dict
+rollback:
+  description: What the rollback did, when the node did not come back.
+  returned: on failure after the node was stopped
+  type: dict
+verified:
+  description: Values read back from the node after the change.
+  returned: when verify ran
+  type: dict
+config_backup:
+  description: Copy of the config file before it was rewritten.
+  returned: when the file was rewritten
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.tactician.nosql.plugins.module_utils import reconfigure, reconfigure_stores
+from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog, CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.common import any_store_argument_spec, fail_imports
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            **any_store_argument_spec(),
+            store=dict(type="str", choices=["cassandra", "redis", "mongodb"], required=True),
+            address=dict(type="str", required=True),
+            settings=dict(type="dict", default={}),
+            config_file=dict(type="path"),
+            catalog_version=dict(type="str"),
+            catalog=dict(type="dict"),
+            allow_restart=dict(type="bool", default=True),
+            verify=dict(type="bool", default=True),
+            rollback=dict(type="bool", default=True),
+            memory_mb=dict(type="int"),
+            heap_mb=dict(type="int"),
+            daemon=dict(type="dict"),
+            stop_command=dict(type="list", elements="str"),
+            start_command=dict(type="list", elements="str"),
+            peers=dict(type="list", elements="raw", default=[]),
+            rejoin_timeout=dict(type="int", default=600),
+            cassandra_home=dict(type="path"),
+            java=dict(type="str", default="java"),
+            jmx_host=dict(type="str", default="127.0.0.1"),
+            jmx_port=dict(type="int", default=7199),
+            jmx_user=dict(type="str"),
+            jmx_password=dict(type="str", no_log=True),
+            failover=dict(type="str", choices=["auto", "never"], default="auto"),
+        ),
+        required_together=[["stop_command", "start_command"]],
+        supports_check_mode=True,
+    )
+    params = module.params
+    fail_imports(module, reconfigure_stores.missing_libraries(params["store"]))
+    try:
+        catalog = (
+            Catalog(params["catalog"])
+            if params["catalog"]
+            else Catalog.for_store(params["store"], params["catalog_version"])
+        )
+    except CatalogError as exc:
+        module.fail_json(msg="catalog of %s: %s" % (params["store"], exc))
+    if catalog.store != params["store"]:
+        module.fail_json(msg="catalog is for %s, not %s" % (catalog.store, params["store"]))
+    heap_mb = params["heap_mb"]
+    if heap_mb is None and params["store"] == "cassandra" and params["daemon"]:
+        heap_mb = reconfigure_stores.size_mb(params["daemon"].get("heap_size") or "512M")
+    node = reconfigure_stores.node_for(params["store"], params, catalog)
+    try:
+        result = reconfigure.reconfigure(
+            node,
+            catalog,
+            params["settings"],
+            allow_restart=params["allow_restart"],
+            check_mode=module.check_mode,
+            verify=params["verify"],
+            rollback=params["rollback"],
+            memory_mb=params["memory_mb"] or reconfigure_stores.memory_mb(),
+            heap_mb=heap_mb,
+        )
+    except reconfigure.ReconfigureError as exc:
+        module.fail_json(msg=str(exc), **_public(exc.result, module))
+    except Exception as exc:  # driver and process errors: a message, never a traceback
+        module.fail_json(msg="%s %s: %s" % (params["store"], params["address"], exc))
+    finally:
+        node.close()
+    for warning in result.pop("warnings", []):
+        module.warn(warning)
+    module.exit_json(**_public(result, module))
+
+
+def _public(result, module):
+    result = dict(result)
+    diff = result.pop("diff", None)
+    result.pop("warnings", None)
+    if module._diff and diff is not None:
+        result["diff"] = diff
+    return result
+
+
+if __name__ == "__main__":
+    main()
