@@ -62,9 +62,7 @@ def main():
     for store in args.stores:
         rate = args.rate[0] if store == "cassandra" else args.rate[1]
         if store == "cassandra":
-            conn = dict(
-                hosts=[n["address"] for n in cassandra_nodes], login_user="cassandra", login_password="cassandra"
-            )
+            conn = dict(hosts=[n["address"] for n in cassandra_nodes], **cassandra_login(lab_dir))
             nodes = [
                 dict(address=n["address"], pid_file=os.path.join(lab_dir, "cassandra", n["name"], "cassandra.pid"))
                 for n in cassandra_nodes
@@ -150,6 +148,15 @@ def main():
                 row["failed"],
             )
         )
+
+
+def cassandra_login(lab_dir):
+    """The lab's own superuser (lab_up creates it); the test clusters keep the built-in one."""
+    secret = os.path.join(lab_dir, "secrets", "cassandra-password")
+    if "test" not in os.path.basename(lab_dir.rstrip(os.sep)) and os.path.exists(secret):
+        with open(secret) as handle:
+            return dict(login_user="tactician", login_password=handle.read().split()[0])
+    return dict(login_user="cassandra", login_password="cassandra")
 
 
 def drive(params, outcome):

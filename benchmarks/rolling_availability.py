@@ -207,11 +207,8 @@ def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
         target=args.rate[store],
         status_interval=2,
         consistency="ONE",
-        properties={
-            "recordcount": args.records,
-            "operationcount": args.rate[store] * args.duration[store],
-            "maxexecutiontime": args.duration[store],
-        },
+        max_seconds=args.duration[store],
+        properties={"recordcount": args.records, "operationcount": args.rate[store] * args.duration[store]},
     )
     driver = threading.Thread(
         target=lambda: driver_out.update(result=loadrun.execute(driver_params, loadrun.plan(driver_params))[0])
@@ -240,7 +237,7 @@ def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
     driver.join()
     load = driver_out.get("result") or {}
     status = (load.get("status_by_process") or [[]])[0]
-    before_rate = loaddriver.ops_between(status, roll_start - args.warmup + 4, roll_start) if status else None
+    before_rate = loaddriver.ops_between(status, roll_start - 8, roll_start) if status else None
     during_rate = loaddriver.ops_between(status, roll_start, roll_end) if status else None
     after = current_value(store, nodes, conn, name)
     row = dict(
@@ -254,6 +251,7 @@ def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
         driver_ops=round((load.get("throughput") or 0) * (load.get("runtime_ms") or 0) / 1000.0),
         driver_failed=load.get("failed_total"),
         driver_failed_by_op=load.get("failed"),
+        driver_errors=load.get("client_errors"),
         driver_ends_after_roll=(load.get("runtime_ms") or 0) / 1000.0 > args.warmup + wall,
         rate_before=before_rate,
         rate_during=during_rate,
@@ -306,9 +304,17 @@ def main():
     parser.add_argument("--warmup", type=float, default=15.0)
     parser.add_argument("--cooldown", type=float, default=5.0)
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument(
+        "--seconds",
+        type=int,
+        nargs=2,
+        default=[420, 75],
+        metavar=("CASSANDRA", "REDIS"),
+        help="how long the load driver runs (it must outlast the roll)",
+    )
     args = parser.parse_args()
     args.rate = {"cassandra": 1000, "redis": 2000}
-    args.duration = {"cassandra": 600, "redis": 240}
+    args.duration = {"cassandra": args.seconds[0], "redis": args.seconds[1]}
     args.inventory = os.path.abspath(args.inventory)
     lab_dir, cassandra_nodes, redis_nodes = inventory_facts(args.inventory)
     with open(os.path.join(lab_dir, "secrets", "redis-password")) as handle:
@@ -317,8 +323,10 @@ def main():
     for store in args.stores:
         if store == "cassandra":
             nodes = cassandra_nodes
-            cql = dict(login_user="cassandra", login_password="cassandra", login_port=9042)
-            conn = dict(hosts=[n["address"] for n in nodes], user="cassandra", password="cassandra", cql=cql)
+            with open(os.path.join(lab_dir, "secrets", "cassandra-password")) as handle:
+                cassandra_password = handle.read().split()[0]
+            cql = dict(login_user="tactician", login_password=cassandra_password, login_port=9042)
+            conn = dict(hosts=[n["address"] for n in nodes], user="tactician", password=cassandra_password, cql=cql)
         else:
             nodes = redis_nodes
             conn = dict(hosts=[n["address"] for n in nodes[:3]], user="tactician", password=redis_password)

@@ -255,6 +255,11 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
                 raise LoadDriverError("YCSB client failed (exit %s): %s" % (proc.returncode, _tail(_redact(text))))
             results.append(parse_output(text))
             results[-1]["status"] = parse_status(text)
+            results[-1]["errors"] = [
+                _redact(line.strip())[len("[tactician] ") :]
+                for line in text.splitlines()
+                if line.startswith("[tactician] ")
+            ]
     finally:
         for _proc, out in procs:
             out.close()
@@ -263,7 +268,9 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
         os.rmdir(tmp)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     status = [part.pop("status", []) for part in results]
+    errors = [line for part in results for line in part.pop("errors", [])]
     merged = merge(results)
+    merged["client_errors"] = errors[:10]
     merged["status_by_process"] = status
     merged["wall_s"] = round(time.monotonic() - started, 3)
     merged["client_cpu_s"] = round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 3)

@@ -179,8 +179,18 @@ def execute(params, the_plan):
     """Run the plan's phases; returns one result per phase."""
     spec = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
     prepare(params, spec, the_plan["reload"] and "load" in the_plan["phases"])
+    # max_seconds: stop the run phase after that long even if operations remain (YCSB maxexecutiontime).
+    extra = {"maxexecutiontime": str(int(params["max_seconds"]))} if params.get("max_seconds") else None
     return [
-        _run_phase(params, the_plan, spec, phase, None, target=the_plan["target"] if phase == "run" else 0)
+        _run_phase(
+            params,
+            the_plan,
+            spec,
+            phase,
+            None,
+            extra=extra if phase == "run" else None,
+            target=the_plan["target"] if phase == "run" else 0,
+        )
         for phase in the_plan["phases"]
     ]
 

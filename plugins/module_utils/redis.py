@@ -542,3 +542,14 @@ def workload_counters(conn):
             "shards": shards,
         },
     }
+
+
+def raw_command_bytes(conn, *args):
+    """Like raw_command, but the reply's strings stay bytes: key names of any encoding, exactly as MIGRATE needs
+    them back (used by redis_slots)."""
+    connection = conn.connection_pool.get_connection()
+    try:
+        connection.send_command(*args)
+        return connection.read_response(disable_decoding=True)
+    finally:
+        conn.connection_pool.release(connection)

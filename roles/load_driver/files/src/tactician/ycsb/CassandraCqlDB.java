@@ -56,6 +56,16 @@ public class CassandraCqlDB extends DB {
   private static final String KEY = "y_id";
 
   private String table = "usertable";
+  private static final java.util.concurrent.atomic.AtomicInteger REPORTED = new java.util.concurrent.atomic.AtomicInteger();
+
+  /** Counts as a failed operation; the first few causes go to stderr so a failed run says why. */
+  static Status failed(Exception e) {
+    if (REPORTED.incrementAndGet() <= 5) {
+      System.err.println("[tactician] Cassandra operation failed: " + e.getClass().getSimpleName() + ": "
+          + e.getMessage());
+    }
+    return Status.ERROR;
+  }
 
   @Override
   public void init() throws DBException {
@@ -78,6 +88,10 @@ public class CassandraCqlDB extends DB {
             .withDuration(DefaultDriverOption.REQUEST_TIMEOUT, Duration.ofMillis(timeout))
             .withDuration(DefaultDriverOption.CONNECTION_INIT_QUERY_TIMEOUT, Duration.ofSeconds(10))
             .withDuration(DefaultDriverOption.CONTROL_CONNECTION_TIMEOUT, Duration.ofSeconds(10))
+            // YCSB's operations are idempotent (reads, and writes of given values), so the driver may retry one
+            // on the next replica when its coordinator goes away mid-request (a node drained by a rolling change).
+            .withBoolean(DefaultDriverOption.REQUEST_DEFAULT_IDEMPOTENCE,
+                Boolean.parseBoolean(p.getProperty("cassandra.idempotent", "true")))
             .build();
         CqlSessionBuilder builder = CqlSession.builder().withConfigLoader(loader).withLocalDatacenter(dc);
         for (String host : hosts) {
@@ -168,7 +182,7 @@ public class CassandraCqlDB extends DB {
       copyRow(row, result);
       return Status.OK;
     } catch (Exception e) {
-      return Status.ERROR;
+      return failed(e);
     }
   }
 
@@ -187,7 +201,7 @@ public class CassandraCqlDB extends DB {
       }
       return Status.OK;
     } catch (Exception e) {
-      return Status.ERROR;
+      return failed(e);
     }
   }
 
@@ -205,7 +219,7 @@ public class CassandraCqlDB extends DB {
       session.execute(bind(ps, names, values, key, false).setConsistencyLevel(writeConsistency));
       return Status.OK;
     } catch (Exception e) {
-      return Status.ERROR;
+      return failed(e);
     }
   }
 
@@ -223,7 +237,7 @@ public class CassandraCqlDB extends DB {
       session.execute(bind(ps, names, values, key, true).setConsistencyLevel(writeConsistency));
       return Status.OK;
     } catch (Exception e) {
-      return Status.ERROR;
+      return failed(e);
     }
   }
 
@@ -250,7 +264,7 @@ public class CassandraCqlDB extends DB {
       session.execute(ps.bind(key).setConsistencyLevel(writeConsistency));
       return Status.OK;
     } catch (Exception e) {
-      return Status.ERROR;
+      return failed(e);
     }
   }
 }
