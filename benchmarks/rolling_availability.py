@@ -35,6 +35,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils import redis as re
 from ansible_collections.tactician.nosql.plugins.module_utils.cassandra import connect  # noqa: E402
 
 PLAYBOOK = "playbooks/rolling_reconfigure.yml"
+ROLL_CL = ["ONE"]  # the consistency level the roll protects (--cl)
 # Settings that need a restart, toggled between two values on every run.
 TOGGLES = {
     "cassandra": ("memtable_flush_writers", 2, 4),
@@ -172,6 +173,7 @@ def current_value(store, nodes, conn, name):
 
 def roll(store, inventory, settings, extra=None):
     extra_vars = dict(tactician_store=store, tactician_settings=settings, **(extra or {}))
+    extra_vars.setdefault("tactician_consistency_level", ROLL_CL[0])
     started = time.monotonic()
     result = run_playbook(PLAYBOOK, inventory, extra_vars)
     wall = time.monotonic() - started
@@ -243,6 +245,7 @@ def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
     row = dict(
         store=store,
         case=label,
+        cl=ROLL_CL[0],
         setting="%s %s -> %s" % (name, before, wanted),
         now=after,
         rc=result.returncode,
@@ -300,6 +303,7 @@ def main():
     parser.add_argument("--stores", nargs="+", default=["cassandra", "redis"], choices=["cassandra", "redis"])
     parser.add_argument("--scenario", choices=["roll", "kill"], default="roll")
     parser.add_argument("--naive", action="store_true", help="also run the naive switch (all nodes at once)")
+    parser.add_argument("--cl", default="ONE", help="consistency level the roll must keep available (batch size)")
     parser.add_argument("--records", type=int, default=20000)
     parser.add_argument("--warmup", type=float, default=15.0)
     parser.add_argument("--cooldown", type=float, default=5.0)
@@ -316,6 +320,7 @@ def main():
     args.rate = {"cassandra": 1000, "redis": 2000}
     args.duration = {"cassandra": args.seconds[0], "redis": args.seconds[1]}
     args.inventory = os.path.abspath(args.inventory)
+    ROLL_CL[0] = args.cl
     lab_dir, cassandra_nodes, redis_nodes = inventory_facts(args.inventory)
     with open(os.path.join(lab_dir, "secrets", "redis-password")) as handle:
         redis_password = handle.read().split()[0]

@@ -166,7 +166,7 @@ def _restart(node, catalog, wanted, current, result, watch, rollback):
         result["steps"].append("rejoin")
     except Exception as exc:
         result["downtime"] = round(time.monotonic() - stopped_at, 3)
-        message = "%s did not come back with the new configuration: %s" % (node.name, exc)
+        message = "%s did not come back with the new configuration: %s" % (node.name, _short(exc))
         if not rollback:
             raise ReconfigureError(message + "; rollback disabled, the node is left as it is", result) from exc
         result["rollback"] = _roll_back(node, backup, watch)
@@ -186,6 +186,14 @@ def _restart(node, catalog, wanted, current, result, watch, rollback):
         result["warnings"].append(warning)
 
 
+def _short(exc, lines=3, limit=900):
+    """The first line of an error and the last few of what follows (e.g. the log tail a start failure carries)."""
+    text = str(exc).strip().splitlines() or [""]
+    shown = text[:1] + (["..."] if len(text) > lines + 1 else []) + text[1:][-lines:]
+    joined = " | ".join(line.strip() for line in shown if line.strip())
+    return joined if len(joined) <= limit else joined[: limit - 3] + "..."
+
+
 def _roll_back(node, backup, watch):
     report = dict(ok=False, steps=[], error=None)
     try:
@@ -201,7 +209,7 @@ def _roll_back(node, backup, watch):
             report["steps"].append("rejoin")
         report["ok"] = True
     except Exception as exc:
-        report["error"] = str(exc)
+        report["error"] = _short(exc)
     return report
 
 

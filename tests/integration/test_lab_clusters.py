@@ -384,3 +384,122 @@ def test_load_driver_replays_a_schedule_of_phases(clusters, tmp_path):
     assert read["failed_total"] == write["failed_total"] == 0
     assert 6.0 <= write["ended"] - write["started"] <= 20.0
     assert read["operations"]["read"]["count"] > 1000
+
+
+# ---------------------------------------------------------------- tactics and rolling reconfiguration (last:
+# these restart nodes)
+ROLLING = "playbooks/rolling_reconfigure.yml"
+
+
+def _redis_config(name):
+    from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter
+
+    values = {}
+    for address in REDIS_NODES:
+        conn = redis_adapter.client(
+            dict(login_user="tactician", login_password=_redis_password()), *redis_adapter.split_node(address)
+        )
+        try:
+            values[address] = conn.config_get(name)[name]
+        finally:
+            conn.close()
+    return values
+
+
+def _cassandra_setting(name):
+    cluster, session = cql.connect(dict(CASSANDRA_LOGIN))
+    try:
+        return session.execute("SELECT value FROM system_views.settings WHERE name = %s", [name]).one().value
+    finally:
+        cluster.shutdown()
+
+
+def test_table_and_index_tactics_on_the_test_node(clusters):
+    result = run_playbook(os.path.join(PLAYBOOKS, "cassandra_table.yml"), INVENTORY)
+    assert result.returncode == 0, result.stderr
+
+
+def test_rolling_refuses_a_batch_below_one_before_touching_anything(clusters):
+    pids = {path: process.read_pid(path) for path in _pid_files()}
+    for level in ("ALL", "ONE"):  # the test keyspace has RF 1: R = 1 - 1 = 0 already at ONE
+        result = run_playbook(
+            ROLLING,
+            INVENTORY,
+            dict(
+                tactician_store="cassandra",
+                tactician_consistency_level=level,
+                tactician_settings={"concurrent_compactors": 3},
+            ),
+        )
+        assert result.returncode != 0
+        assert "R = RF - CL" in result.stderr and "aggressive" in result.stderr, result.stderr
+    assert {path: process.read_pid(path) for path in _pid_files()} == pids
+    assert _cassandra_setting("concurrent_compactors") != "3"
+
+
+def test_rolling_rejects_bad_settings_naming_the_field(clusters):
+    result = run_playbook(
+        ROLLING,
+        INVENTORY,
+        dict(tactician_store="redis", tactician_settings={"maxmemory-policy": "sometimes", "io_thread": 2}),
+    )
+    assert result.returncode != 0
+    assert "maxmemory-policy" in result.stderr and "allkeys-lru" in result.stderr, result.stderr
+    assert "io_thread" in result.stderr and "io-threads" in result.stderr, result.stderr
+    assert set(_redis_config("maxmemory-policy").values()) == {"noeviction"}
+
+
+def test_rolling_restart_of_the_redis_cluster_check_real_again(clusters):
+    before = _redis_config("io-threads")
+    wanted = "2" if set(before.values()) == {"1"} else "1"
+    extra = dict(tactician_store="redis", tactician_settings={"io-threads": int(wanted)})
+    check = run_playbook(ROLLING, INVENTORY, extra, check=True, diff=True)
+    assert check.returncode == 0, check.stderr
+    assert check.changed() == len(REDIS_NODES), check.stats
+    assert _redis_config("io-threads") == before
+    real = run_playbook(ROLLING, INVENTORY, extra)
+    assert real.returncode == 0, real.stderr
+    assert real.changed() == len(REDIS_NODES), real.stats
+    assert set(_redis_config("io-threads").values()) == {wanted}
+    steps = [res for task, _host, res in real.results if task and task.startswith("Reconfigure the node")]
+    assert all(res["restart_required"] and "verify" in res["steps"] for res in steps)
+    assert sum(1 for res in steps if any(step.startswith("failover") for step in res["steps"])) >= 3
+    health = run_playbook("playbooks/lab_status.yml", INVENTORY)
+    assert health.returncode == 0, health.stderr
+    again = run_playbook(ROLLING, INVENTORY, extra)
+    assert again.returncode == 0 and again.changed() == 0, again.stats
+
+
+def test_live_redis_change_survives_a_lab_up_without_restart(clusters):
+    pids = {path: process.read_pid(path) for path in _pid_files()}
+    extra = dict(tactician_store="redis", tactician_settings={"maxmemory": "64mb", "maxmemory-policy": "allkeys-lru"})
+    real = run_playbook(ROLLING, INVENTORY, extra)
+    assert real.returncode == 0, real.stderr
+    assert set(_redis_config("maxmemory").values()) == {str(64 * 1024 * 1024)}
+    with open(os.path.join(LAB_DIR, "redis", "6391", "redis.conf")) as handle:
+        text = handle.read()
+    assert "maxmemory 64mb" in text and "masterauth" not in text
+    up = run_playbook("playbooks/lab_up.yml", INVENTORY)
+    assert up.returncode == 0 and up.changed() == 0, up.stats
+    assert {path: process.read_pid(path) for path in _pid_files()} == pids
+
+
+def test_aggressive_restart_of_the_single_cassandra_node(clusters):
+    before = _cassandra_setting("memtable_flush_writers")
+    wanted = 4 if before == "2" else 2
+    extra = dict(
+        tactician_store="cassandra",
+        tactician_settings={"memtable_flush_writers": wanted},
+        tactician_aggressive=True,
+    )
+    real = run_playbook(ROLLING, INVENTORY, extra)
+    assert real.returncode == 0, real.stderr
+    step = real.task(
+        "Reconfigure the node (live where possible, else drain, stop, rewrite, start, rejoin, verify)",
+        "test-cassandra1",
+    )
+    assert step["restart_required"] and step["downtime"] > 0
+    assert step["steps"] == ["stop", "write config", "start", "rejoin", "verify"]
+    assert _cassandra_setting("memtable_flush_writers") == str(wanted)
+    again = run_playbook(ROLLING, INVENTORY, extra)
+    assert again.returncode == 0 and again.changed() == 0, again.stats

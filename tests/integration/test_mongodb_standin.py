@@ -247,3 +247,12 @@ def test_observe_runs_on_the_standin_and_lists_collections_and_indexes(mongodb_s
     sample = result["samples"][0]
     assert sample["store"] == "mongodb" and sample["throughput"] == 0.0
     assert set(sample["extra"]["collections"]["obs_it.orders"]["indexes"]) == {"_id_", "i_1"}
+
+
+def test_index_tactics_against_the_standin(mongodb_standin):
+    playbook = os.path.join(ROOT, "tests", "integration", "playbooks", "mongodb_index.yml")
+    extra = {"mongodb_host": mongodb_standin.host, "mongodb_port": mongodb_standin.port}
+    first = run_playbook(playbook, INVENTORY, extra)
+    assert first.returncode == 0, first.stderr
+    again = run_playbook(playbook, INVENTORY, extra)
+    assert again.returncode == 0, again.stderr
