@@ -1234,3 +1234,32 @@ def edit(text, fmt, settings, remove=(), keep=(), equal=None, header=None):
     if text is not None and new_text == text:
         return EditResult(text=text, changed=False, changes={})
     return EditResult(text=new_text, changed=True, changes=changes)
+
+
+# The owned-keys file: keys a caller (a node role) set in a config file, so that a key it no longer sets is taken
+# out of the file again instead of staying behind.
+def read_owned_keys(owned_path):
+    """Keys recorded in owned_path; [] when it does not exist."""
+    text = read_text(owned_path)
+    if not text:
+        return []
+    try:
+        keys = json.loads(text).get("keys", [])
+    except (ValueError, AttributeError) as exc:
+        raise ConfigFileError("%s: not an owned-keys file: %s" % (owned_path, exc)) from exc
+    return [str(key) for key in keys]
+
+
+def stale_owned_keys(owned_path, settings, keep=()):
+    """Keys set by the caller last time that it no longer sets (and that are not kept)."""
+    return [key for key in read_owned_keys(owned_path) if key not in settings and key not in keep]
+
+
+def write_owned_keys(owned_path, settings, check_mode=False):
+    """Record the keys of settings; True when the record changed."""
+    keys = sorted(str(key) for key in settings)
+    if read_owned_keys(owned_path) == keys:
+        return False
+    if not check_mode:
+        write_atomic(owned_path, json.dumps({"keys": keys}, indent=2) + "\n", mode=0o600)
+    return True

@@ -84,6 +84,12 @@ options:
     description: Copy the old file to C(<path>.<YYYYmmddTHHMMSS>~) before changing it.
     type: bool
     default: false
+  owned_keys_file:
+    description:
+      - File where the keys of O(settings) are recorded. A key recorded by an earlier run that O(settings) no
+        longer has is removed from the file (unless kept), so that dropping a key from a role's variables takes
+        it out of the config file again.
+    type: path
 attributes:
   check_mode:
     description: Can run in check mode and return the changed status a real run would report.
@@ -204,6 +210,7 @@ def main():
             create=dict(type="bool", default=True),
             mode=dict(type="str"),
             backup=dict(type="bool", default=False),
+            owned_keys_file=dict(type="path", no_log=False),
         ),
         supports_check_mode=True,
     )
@@ -216,6 +223,9 @@ def main():
         if params["keep_tuned"]:
             tuned = configfile.read_tuned_state(path).get("settings", {})
         keep = list(params["keep"]) + list(tuned)
+        remove = list(params["remove"])
+        if params["owned_keys_file"]:
+            remove += configfile.stale_owned_keys(params["owned_keys_file"], params["settings"], keep)
         text = configfile.read_text(path)
         kept = configfile.kept_report(
             text, params["format"], params["settings"], params["remove"], params["keep"], tuned
@@ -224,7 +234,7 @@ def main():
             path,
             params["format"],
             params["settings"],
-            remove=params["remove"],
+            remove=remove,
             keep=keep,
             header=params["header"],
             create=params["create"],
@@ -232,6 +242,8 @@ def main():
             backup=params["backup"],
             mode=params["mode"],
         )
+        if params["owned_keys_file"]:
+            configfile.write_owned_keys(params["owned_keys_file"], params["settings"], module.check_mode)
     except configfile.ConfigFileError as exc:
         message = str(exc)
         module.fail_json(msg=message if path in message else "%s: %s" % (path, message), path=path)

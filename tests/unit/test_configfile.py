@@ -807,3 +807,14 @@ def test_module_fails_clearly(tmp_path):
     result = run_module(tmp_path, dict(path=str(bad), format="yaml", settings={"a": 1}))
     assert result["msg"].startswith("%s: not valid YAML" % bad)
     assert bad.read_text() == "a: [1\n"
+
+
+def test_owned_keys_no_longer_set_are_found_stale(tmp_path):
+    owned = str(tmp_path / "c.yaml.role.json")
+    assert cf.stale_owned_keys(owned, {"a": 1}) == []
+    assert cf.write_owned_keys(owned, {"a": 1, "b": 2}) is True
+    assert cf.write_owned_keys(owned, {"b": 2, "a": 1}) is False
+    assert cf.stale_owned_keys(owned, {"a": 1}) == ["b"]
+    assert cf.stale_owned_keys(owned, {"a": 1}, keep=["b"]) == []
+    assert cf.write_owned_keys(owned, {"a": 1}, check_mode=True) is True
+    assert cf.read_owned_keys(owned) == ["a", "b"]
