@@ -44,6 +44,18 @@ def cassandra_argument_spec():
     )
 
 
+def params_from_any(params, port=None):
+    """This adapter's connection options from the collection's store-neutral ones (doc fragment any_store)."""
+    return dict(
+        login_port=int(port or params.get("port") or 9042),
+        login_user=params.get("login_user"),
+        login_password=params.get("login_password"),
+        ssl=params.get("tls"),
+        ssl_ca_file=params.get("ca_file"),
+        connect_timeout=params.get("connect_timeout") or 10.0,
+    )
+
+
 def cassandra_required_together():
     return [["login_user", "login_password"], ["ssl_cert_file", "ssl_key_file"]]
 

@@ -20,6 +20,14 @@ def fail_imports(module, missing):
     )
 
 
+def with_diff(module, result):
+    """result without its 'diff' entry, unless the module runs with --diff (then the diff is returned)."""
+    diff = result.pop("diff", None)
+    if module._diff and diff is not None:
+        result["diff"] = diff
+    return diff
+
+
 def any_store_argument_spec():
     """Connection options of the modules that take any store (doc fragment tactician.nosql.any_store)."""
     return dict(

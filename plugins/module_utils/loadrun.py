@@ -101,14 +101,7 @@ def prepare(params, spec, reload):
     if store == "cassandra":
         from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
 
-        conn = dict(
-            login_hosts=params["hosts"],
-            login_port=params.get("port") or 9042,
-            login_user=params.get("login_user"),
-            login_password=params.get("login_password"),
-            ssl=params.get("tls"),
-            ssl_ca_file=params.get("ca_file"),
-        )
+        conn = dict(cql.params_from_any(params), login_hosts=params["hosts"])
         try:
             cluster, session = cql.connect(conn)
         except cql.CassandraError as exc:
@@ -131,12 +124,7 @@ def prepare(params, spec, reload):
     elif store == "redis" and reload:
         from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter
 
-        conn = dict(
-            login_user=params.get("login_user"),
-            login_password=params.get("login_password"),
-            tls=params.get("tls"),
-            ca_certs=params.get("ca_file"),
-        )
+        conn = redis_adapter.params_from_any(params)
         try:
             redis_adapter.flush_masters(conn, params["hosts"])
         except redis_adapter.RedisAdminError as exc:
@@ -144,18 +132,7 @@ def prepare(params, spec, reload):
     elif store == "mongodb" and reload:
         from ansible_collections.tactician.nosql.plugins.module_utils import mongodb
 
-        host, _sep, port = params["hosts"][0].partition(":")
-        client = mongodb.connect(
-            dict(
-                login_host=host,
-                login_port=int(port or 27017),
-                login_user=params.get("login_user"),
-                login_password=params.get("login_password"),
-                login_database=params.get("auth_source") or "admin",
-                tls=params.get("tls"),
-                tls_ca_file=params.get("ca_file"),
-            )
-        )
+        client = mongodb.connect(mongodb.params_from_any(params, params["hosts"][0]))
         try:
             client[params.get("database") or "ycsb"].drop_collection(spec.table)
         except mongodb.PyMongoError as exc:

@@ -51,6 +51,23 @@ def mongodb_argument_spec():
     )
 
 
+def params_from_any(params, address):
+    """This adapter's connection options for the server at 'host:port' from the collection's store-neutral ones
+    (doc fragment any_store)."""
+    host, _sep, port = address.partition(":")
+    return dict(
+        login_host=host,
+        login_port=int(port or 27017),
+        login_user=params.get("login_user"),
+        login_password=params.get("login_password"),
+        login_database=params.get("auth_source") or "admin",
+        tls=params.get("tls"),
+        tls_ca_file=params.get("ca_file"),
+        direct_connection=True,
+        connect_timeout=params.get("connect_timeout") or 5.0,
+    )
+
+
 def missing_libraries():
     return [] if HAS_PYMONGO else [("pymongo", PYMONGO_IMPORT_ERROR)]
 

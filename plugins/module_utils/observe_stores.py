@@ -40,10 +40,7 @@ class Probes:
         return False
 
     def _cassandra(self, node):
-        params = dict(self.params)
-        params["login_port"] = node.get("port") or self.params.get("port") or 9042
-        params["ssl"] = self.params.get("tls")
-        params["ssl_ca_file"] = self.params.get("ca_file")
+        params = cql.params_from_any(self.params, node.get("port"))
         try:
             cluster, session = cql.connect(params, hosts=[node["address"]], only_these_hosts=True)
         except cql.CassandraError as exc:
@@ -59,8 +56,7 @@ class Probes:
 
     def _redis(self, node):
         host, port = redis_adapter.split_node(node["address"])
-        params = dict(self.params, ca_certs=self.params.get("ca_file"))
-        conn = redis_adapter.client(params, host, port, retries=False)
+        conn = redis_adapter.client(redis_adapter.params_from_any(self.params), host, port, retries=False)
         self.closers.append(conn.close)
         try:
             role = redis_adapter.replication_info(conn)["role"]
@@ -76,15 +72,7 @@ class Probes:
         )
 
     def _mongodb(self, node):
-        host, _sep, port = node["address"].partition(":")
-        params = dict(
-            self.params,
-            login_host=host,
-            login_port=int(port or 27017),
-            tls_ca_file=self.params.get("ca_file"),
-            login_database=self.params.get("auth_source") or "admin",
-        )
-        client = mongodb.connect(params)
+        client = mongodb.connect(mongodb.params_from_any(self.params, node["address"]))
         self.closers.append(client.close)
         return Probe(
             node["address"], lambda: mongodb.workload_counters(client), node.get("pid_file"), node.get("data_dir")

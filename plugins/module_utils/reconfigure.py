@@ -105,9 +105,9 @@ def reconfigure(
         return result
     try:
         if restart:
-            _restart(node, catalog, wanted, current, result, watch, rollback)
+            _restart(node, wanted, result, watch, rollback)
         else:
-            _live(node, catalog, wanted, current, live, result, watch)
+            _live(node, wanted, current, live, result, watch)
         if verify:
             with watch.step("verify"):
                 _verify(node, catalog, wanted, result)
@@ -128,7 +128,7 @@ def _planned(live, restart, file_changes):
     return steps
 
 
-def _live(node, catalog, wanted, current, live, result, watch):
+def _live(node, wanted, current, live, result, watch):
     with watch.step("apply_live"):
         state = dict(current)
         for name in sorted(live):
@@ -142,7 +142,7 @@ def _live(node, catalog, wanted, current, live, result, watch):
         result["config_backup"] = persisted.get("backup_file")
 
 
-def _restart(node, catalog, wanted, current, result, watch, rollback):
+def _restart(node, wanted, result, watch, rollback):
     with watch.step("prepare"):
         prepared = node.prepare_restart()
     if prepared:

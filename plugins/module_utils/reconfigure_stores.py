@@ -20,7 +20,13 @@ import subprocess
 import time
 
 from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
-from ansible_collections.tactician.nosql.plugins.module_utils import cassandra_cluster, configfile, daemons, process
+from ansible_collections.tactician.nosql.plugins.module_utils import (
+    cassandra_cluster,
+    configfile,
+    daemons,
+    process,
+    telemetry,
+)
 from ansible_collections.tactician.nosql.plugins.module_utils import mongodb as mongo
 from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter
 from ansible_collections.tactician.nosql.plugins.module_utils.cassandra_server import run_nodetool
@@ -36,13 +42,9 @@ def missing_libraries(store):
 def memory_mb():
     """MemTotal of this host in MiB (the default memory budget of a node)."""
     try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) // 1024
+        return telemetry.read_meminfo().get("MemTotal", 0) // (1024 * 1024) or None
     except OSError:
-        pass
-    return None
+        return None
 
 
 def size_mb(text):
@@ -153,15 +155,8 @@ class CassandraNode(_Node):
         self.max_hint_window = None
         self.host_id = None
 
-    def _conn_params(self, address=None, port=None):
-        return dict(
-            login_port=port or self.port,
-            login_user=self.params.get("login_user"),
-            login_password=self.params.get("login_password"),
-            ssl=self.params.get("tls"),
-            ssl_ca_file=self.params.get("ca_file"),
-            connect_timeout=10.0,
-        )
+    def _conn_params(self, port=None):
+        return cql.params_from_any(self.params, port or self.port)
 
     def _session(self):
         if self.session is None:
@@ -193,7 +188,7 @@ class CassandraNode(_Node):
                 by_setting[self.catalog.setting_name(name)] = name
         raw = self._settings_rows(list(by_setting) + ["max_hint_window"])
         if self.max_hint_window is None and raw.get("max_hint_window"):
-            self.max_hint_window = _duration_seconds(raw["max_hint_window"])
+            self.max_hint_window = self.catalog.normalize("max_hint_window", raw["max_hint_window"]) / 1000.0
         current = dict.fromkeys(names)
         for setting, name in by_setting.items():
             value = raw.get(setting)
@@ -332,21 +327,6 @@ def _prune_backups(config_file, keep=3):
             pass
 
 
-def _duration_seconds(text):
-    text = str(text).strip().lower()
-    units = (("ms", 0.001), ("us", 1e-6), ("ns", 1e-9), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400))
-    for suffix, factor in units:
-        if text.endswith(suffix):
-            try:
-                return float(text[: -len(suffix)]) * factor
-            except ValueError:
-                return None
-    try:
-        return float(text) / 1000.0
-    except ValueError:
-        return None
-
-
 class RedisNode(_Node):
     store = "redis"
 
@@ -354,14 +334,7 @@ class RedisNode(_Node):
         super().__init__(params, catalog)
         self.host, self.port = redis_adapter.split_node(params["address"])
         self.name = "%s:%d" % (self.host, self.port)
-        self.conn_params = dict(
-            login_user=params.get("login_user"),
-            login_password=params.get("login_password"),
-            tls=params.get("tls"),
-            ca_certs=params.get("ca_file"),
-            connect_timeout=5.0,
-        )
-        self.failed_over_to = None
+        self.conn_params = redis_adapter.params_from_any(params)
 
     def _client(self, address=None):
         host, port = redis_adapter.split_node(address) if address else (self.host, self.port)
@@ -438,9 +411,7 @@ class RedisNode(_Node):
             raise RuntimeError("a restart needs either daemon (the collection's runner) or stop_command/start_command")
         if self._role() != "master" or self.params.get("failover", "auto") == "never":
             return []
-        replica = self._failover()
-        self.failed_over_to = replica
-        return ["failover to %s" % replica]
+        return ["failover to %s" % self._failover()]
 
     def _replicas(self):
         conn = self._client()
@@ -528,19 +499,8 @@ class MongoNode(_Node):
 
     def __init__(self, params, catalog):
         super().__init__(params, catalog)
-        host, _sep, port = params["address"].partition(":")
-        self.conn_params = dict(
-            login_host=host,
-            login_port=int(port or 27017),
-            login_user=params.get("login_user"),
-            login_password=params.get("login_password"),
-            login_database=params.get("auth_source") or "admin",
-            tls=params.get("tls"),
-            tls_ca_file=params.get("ca_file"),
-            direct_connection=True,
-            connect_timeout=5.0,
-        )
-        self.name = "%s:%d" % (host, self.conn_params["login_port"])
+        self.conn_params = mongo.params_from_any(params, params["address"])
+        self.name = "%s:%d" % (self.conn_params["login_host"], self.conn_params["login_port"])
         self.client_factory = params.get("client_factory") or mongo.connect
 
     def _admin(self):

@@ -56,6 +56,17 @@ def redis_argument_spec():
     )
 
 
+def params_from_any(params):
+    """This adapter's connection options from the collection's store-neutral ones (doc fragment any_store)."""
+    return dict(
+        login_user=params.get("login_user"),
+        login_password=params.get("login_password"),
+        tls=params.get("tls"),
+        ca_certs=params.get("ca_file"),
+        connect_timeout=params.get("connect_timeout") or 5.0,
+    )
+
+
 def missing_libraries():
     return [] if HAS_REDIS else [("redis", REDIS_IMPORT_ERROR)]
 

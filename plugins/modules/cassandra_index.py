@@ -153,7 +153,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
 from ansible_collections.tactician.nosql.plugins.module_utils import cassandra_schema as schema
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports, with_diff
 
 
 def main():
@@ -222,11 +222,8 @@ def main():
     finally:
         if cluster is not None:
             cluster.shutdown()
-    diff = result.pop("diff")
     result.pop("created", None)
-    result["index"] = diff["after"]
-    if module._diff:
-        result["diff"] = diff
+    result["index"] = with_diff(module, result)["after"]
     if result.get("built") is False:
         module.fail_json(
             msg="index %s not built on every node after %s s: %s" % (label, result["waited"], result["nodes"]), **result

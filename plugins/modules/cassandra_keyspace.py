@@ -77,7 +77,7 @@ queries:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports, with_diff
 
 
 def main():
@@ -115,9 +115,7 @@ def main():
     finally:
         if cluster is not None:
             cluster.shutdown()
-    diff = result.pop("diff")
-    if module._diff:
-        result["diff"] = diff
+    with_diff(module, result)
     module.exit_json(**result)
 
 

@@ -98,7 +98,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.cassandra_auth import ensure_role
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports, with_diff
 
 
 def main():
@@ -149,9 +149,7 @@ def main():
     finally:
         if cluster is not None:
             cluster.shutdown()
-    diff = result.pop("diff")
-    if module._diff:
-        result["diff"] = diff
+    with_diff(module, result)
     module.exit_json(connected_as=connected_as, **result)
 
 

@@ -175,7 +175,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
 from ansible_collections.tactician.nosql.plugins.module_utils import cassandra_schema as schema
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports, with_diff
 
 
 def main():
@@ -234,9 +234,7 @@ def main():
             cluster.shutdown()
     for warning in result.pop("warnings"):
         module.warn(warning)
-    diff = result.pop("diff")
-    if module._diff:
-        result["diff"] = diff
+    with_diff(module, result)
     if params["state"] == "absent":
         result.pop("options", None)
     module.exit_json(**result)

@@ -169,7 +169,7 @@ indexes:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import mongodb, mongodb_schema
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports, with_diff
 
 
 def main():
@@ -229,9 +229,7 @@ def main():
     finally:
         if client is not None:
             client.close()
-    diff = result.pop("diff")
-    if module._diff:
-        result["diff"] = diff
+    with_diff(module, result)
     if params["state"] == "absent":
         result.pop("index", None)
     module.exit_json(**result)

@@ -225,7 +225,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import reconfigure, reconfigure_stores
 from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog, CatalogError
-from ansible_collections.tactician.nosql.plugins.module_utils.common import any_store_argument_spec, fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.common import (
+    any_store_argument_spec,
+    fail_imports,
+    with_diff,
+)
 
 
 def main():
@@ -300,10 +304,8 @@ def main():
 
 def _public(result, module):
     result = dict(result)
-    diff = result.pop("diff", None)
     result.pop("warnings", None)
-    if module._diff and diff is not None:
-        result["diff"] = diff
+    with_diff(module, result)
     return result
 
 

@@ -194,7 +194,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter
 from ansible_collections.tactician.nosql.plugins.module_utils import redis_slots
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports, with_diff
 
 
 def main():
@@ -217,9 +217,7 @@ def main():
         module.fail_json(msg=str(exc), **exc.details)
     except Exception as exc:  # a client error the engine did not expect: report, never a traceback
         module.fail_json(msg="redis_cluster_member on %s: %s" % (module.params["node"], exc))
-    diff = result.pop("diff")
-    if module._diff:
-        result["diff"] = diff
+    with_diff(module, result)
     if result["masters_without_replicas"] and module.params["state"] == "absent":
         module.warn(
             "masters without a replica while others have one: %s" % ", ".join(result["masters_without_replicas"])

@@ -56,16 +56,6 @@ public class CassandraCqlDB extends DB {
   private static final String KEY = "y_id";
 
   private String table = "usertable";
-  private static final java.util.concurrent.atomic.AtomicInteger REPORTED = new java.util.concurrent.atomic.AtomicInteger();
-
-  /** Counts as a failed operation; the first few causes go to stderr so a failed run says why. */
-  static Status failed(Exception e) {
-    if (REPORTED.incrementAndGet() <= 5) {
-      System.err.println("[tactician] Cassandra operation failed: " + e.getClass().getSimpleName() + ": "
-          + e.getMessage());
-    }
-    return Status.ERROR;
-  }
 
   @Override
   public void init() throws DBException {
@@ -182,7 +172,7 @@ public class CassandraCqlDB extends DB {
       copyRow(row, result);
       return Status.OK;
     } catch (Exception e) {
-      return failed(e);
+      return Failures.failed("Cassandra", e);
     }
   }
 
@@ -201,7 +191,7 @@ public class CassandraCqlDB extends DB {
       }
       return Status.OK;
     } catch (Exception e) {
-      return failed(e);
+      return Failures.failed("Cassandra", e);
     }
   }
 
@@ -219,7 +209,7 @@ public class CassandraCqlDB extends DB {
       session.execute(bind(ps, names, values, key, false).setConsistencyLevel(writeConsistency));
       return Status.OK;
     } catch (Exception e) {
-      return failed(e);
+      return Failures.failed("Cassandra", e);
     }
   }
 
@@ -237,7 +227,7 @@ public class CassandraCqlDB extends DB {
       session.execute(bind(ps, names, values, key, true).setConsistencyLevel(writeConsistency));
       return Status.OK;
     } catch (Exception e) {
-      return failed(e);
+      return Failures.failed("Cassandra", e);
     }
   }
 
@@ -264,7 +254,7 @@ public class CassandraCqlDB extends DB {
       session.execute(ps.bind(key).setConsistencyLevel(writeConsistency));
       return Status.OK;
     } catch (Exception e) {
-      return failed(e);
+      return Failures.failed("Cassandra", e);
     }
   }
 }

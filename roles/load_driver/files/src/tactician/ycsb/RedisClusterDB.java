@@ -31,17 +31,6 @@ import site.ycsb.StringByteIterator;
  * file the driver writes with mode 0600.
  */
 public class RedisClusterDB extends DB {
-  private static final java.util.concurrent.atomic.AtomicInteger REPORTED = new java.util.concurrent.atomic.AtomicInteger();
-
-  /** Counts as a failed operation; the first few causes go to stderr so a failed run says why. */
-  static Status failed(Exception e) {
-    if (REPORTED.incrementAndGet() <= 5) {
-      System.err.println("[tactician] Redis operation failed: " + e.getClass().getSimpleName() + ": "
-          + e.getMessage());
-    }
-    return Status.ERROR;
-  }
-
   private static final Object LOCK = new Object();
   private static JedisCluster cluster;
   private static int references;
@@ -125,7 +114,7 @@ public class RedisClusterDB extends DB {
       }
       return Status.OK;
     } catch (Exception e) {
-      return failed(e);
+      return Failures.failed("Redis", e);
     }
   }
 
@@ -140,7 +129,7 @@ public class RedisClusterDB extends DB {
       }
       return Status.OK;
     } catch (Exception e) {
-      return failed(e);
+      return Failures.failed("Redis", e);
     }
   }
 
@@ -155,7 +144,7 @@ public class RedisClusterDB extends DB {
       }
       return removed == 0 ? Status.NOT_FOUND : Status.OK;
     } catch (Exception e) {
-      return failed(e);
+      return Failures.failed("Redis", e);
     }
   }
 
@@ -166,7 +155,7 @@ public class RedisClusterDB extends DB {
       cluster.hset(key, StringByteIterator.getStringMap(values));
       return Status.OK;
     } catch (Exception e) {
-      return failed(e);
+      return Failures.failed("Redis", e);
     }
   }
 
@@ -183,7 +172,7 @@ public class RedisClusterDB extends DB {
       }
       return Status.OK;
     } catch (Exception e) {
-      return failed(e);
+      return Failures.failed("Redis", e);
     }
   }
 }
