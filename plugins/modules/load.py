@@ -67,6 +67,11 @@ options:
     description: Target throughput in operations per second for all processes together; 0 runs unthrottled.
     type: int
     default: 0
+  max_seconds:
+    description:
+      - Stop the run phase after this many seconds even if operations remain (with a large C(operationcount) in
+        O(properties), a run of fixed length).
+    type: int
   heap:
     description: Heap of each client JVM.
     type: str
@@ -172,6 +177,7 @@ def main():
             threads=dict(type="int", default=32),
             processes=dict(type="int", default=1),
             target=dict(type="int", default=0),
+            max_seconds=dict(type="int"),
             heap=dict(type="str", default="512m"),
             timeout=dict(type="int", default=3600),
             hosts=dict(type="list", elements="str", required=True),

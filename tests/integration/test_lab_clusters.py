@@ -503,3 +503,54 @@ def test_aggressive_restart_of_the_single_cassandra_node(clusters):
     assert _cassandra_setting("memtable_flush_writers") == str(wanted)
     again = run_playbook(ROLLING, INVENTORY, extra)
     assert again.returncode == 0 and again.changed() == 0, again.stats
+
+
+def _history_with_a_daily_cycle(path, steps=240):
+    """A history of aggregate samples, 30 s apart, whose read ratio and throughput follow a slow cycle."""
+    import math
+
+    from ansible_collections.tactician.nosql.plugins.module_utils.history import SQLiteHistory
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import new_sample
+
+    with SQLiteHistory(path) as store:
+        samples = []
+        for k in range(steps):
+            total = 1000.0 + 400.0 * math.sin(2 * math.pi * k / 120.0)
+            reads = 0.5 + 0.3 * math.sin(2 * math.pi * k / 120.0)
+            ops = {"read": total * reads, "update": total * (1 - reads)}
+            samples.append(new_sample("cassandra", "it", "cluster", 1_700_000_000 + 30.0 * k, 30.0, ops))
+        store.add_samples(samples)
+
+
+def test_calibrate_model_and_predict_on_a_real_node(clusters, tmp_path):
+    _history_with_a_daily_cycle(str(tmp_path / "history.sqlite3"))
+    result = run_playbook(
+        os.path.join(PLAYBOOKS, "predict.yml"), INVENTORY, dict(lab_dir=LAB_DIR, work_dir=str(tmp_path))
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    idle = result.task("Idle usage")["usage"]
+    update = result.task("Update points")["points"]
+    assert 0 <= idle < 50
+    assert [p["target"] for p in update] == [400, 800]
+    assert all(p["writes_per_s"] > 0.5 * p["target"] and p["usage"] > 0 for p in update)
+    read = result.task("Read levels")
+    assert 0 < read["hit_ratio"] <= 1 and read["max"]["throughput"] > 0
+    assert [row["level"] for row in read["levels"]] == [5, 15]
+    assert result.task("Key cache size")["cache"]["capacity_bytes"] > 0
+    fit = result.task("Fit the resource model")
+    assert fit["metadata"]["hardware_profile"]["name"] == "it-profile" and fit["metadata"]["store"] == "cassandra"
+    usage = result.task("Predict usage with the model")
+    assert usage["usage"] > 0 and usage["max_throughput"] is None or usage["max_throughput"] >= 0
+    refused = result.task("A model of another hardware profile is refused")
+    assert refused["failed"] and refused["msg"].startswith("metadata.hardware_profile:")
+    design = result.task("A design over the catalog (loaded by the action plugin)")
+    assert design["changed"] and len(design["design"]["points"]) == 6
+    assert not result.task("The same design again")["changed"]
+    records = result.task("Record a measured point twice")["results"]
+    assert [r["changed"] for r in records] == [True, False]
+    forecasts = result.task("Forecast the workload from the history")["results"]
+    assert [f["method"] for f in forecasts] == ["arima", "markov", "last_value"]
+    for item in forecasts:
+        assert item["series_points"] == 240
+        assert {row["horizon_s"] for row in item["accuracy"]} == {60, 120}
+        assert item["forecast"]["fields"]["read_ratio"] and item["lookahead"]["lookahead_s"] >= 0

@@ -1,0 +1,926 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Resource-usage model of a key-value store node: usage from cache hit ratio and throughput (seed 003).
+
+Server usage is I/O wait + user + system CPU, in % of the machine. For a given throughput, two workloads with the
+same cache hit ratio use the same resources whatever their key distribution or data size, so the model has two
+inputs only: the hit ratio and the throughput.
+
+* Read model, trained once per hardware with uniform keys: for each target usage level (5, 20, 40, 60, 80 %) and
+  each hit ratio (100 ... 15 %) a binary search finds the read throughput that reaches the level; the hit ratio is
+  set through the data size (Che's approximation, closed form for uniform keys). Between the hit ratios of one
+  level the throughput follows a monotone cubic spline (PCHIP); between levels usage is linear in throughput.
+* Update model: usage linear in update throughput (least squares, slope >= 0).
+* Overall usage = read usage + update usage; the machine's idle usage is counted once.
+* Accuracy of one prediction = 1 - |predicted - observed| / observed (the paper reports a 94 % mean, sd 5.6).
+
+Plain data in, plain data out: no database driver and no Ansible here. numpy and scipy are imported inside
+try/except; ``missing_libraries()`` tells a module what is absent, and the functions that need them raise
+ResourceModelError naming the library instead of an ImportError at import time.
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+
+try:
+    import numpy as np
+
+    HAS_NUMPY = True
+    NUMPY_IMPORT_ERROR = None
+except ImportError:
+    np = None
+    HAS_NUMPY = False
+    NUMPY_IMPORT_ERROR = traceback.format_exc()
+
+try:
+    from scipy.interpolate import PchipInterpolator
+    from scipy.optimize import brentq
+
+    HAS_SCIPY = True
+    SCIPY_IMPORT_ERROR = None
+except ImportError:
+    PchipInterpolator = brentq = None
+    HAS_SCIPY = False
+    SCIPY_IMPORT_ERROR = traceback.format_exc()
+
+DISTRIBUTIONS = ("uniform", "zipfian", "hotspot")
+DISTRIBUTION_OPTIONS = {"uniform": (), "zipfian": ("theta",), "hotspot": ("hot_fraction", "hot_ops")}
+DEFAULT_HIT_RATIOS = (1.0, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.25, 0.15)
+DEFAULT_LEVELS = (5.0, 20.0, 40.0, 60.0, 80.0)
+YCSB_ZIPFIAN_CONSTANT = 0.99
+MAX_RECORDS = 10**7
+MODEL_FORMAT = "tactician.resource/v1"
+# Relative gap put between two levels that the monotone repair pooled to the same throughput.
+_TIE_GAP = 1e-6
+
+
+class ResourceModelError(ValueError):
+    """Bad input or an unusable model. The message starts with the field at fault."""
+
+
+def missing_libraries():
+    """[(library, traceback)] of the libraries this engine needs and cannot import (for common.fail_imports)."""
+    missing = []
+    if not HAS_NUMPY:
+        missing.append(("numpy", NUMPY_IMPORT_ERROR))
+    if not HAS_SCIPY:
+        missing.append(("scipy", SCIPY_IMPORT_ERROR))
+    return missing
+
+
+def _require():
+    missing = missing_libraries()
+    if missing:
+        raise ResourceModelError(
+            "%s: required by the resource model but not importable" % ", ".join(n for n, _tb in missing)
+        )
+
+
+# Input checks ----------------------------------------------------------------------------------------------
+
+
+def _number(field, value, low=None, high=None, low_open=False, high_open=False):
+    """value as a finite float within the bounds, or ResourceModelError naming the field."""
+    if isinstance(value, bool) or value is None:
+        raise ResourceModelError("%s: %r is not a number" % (field, value))
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ResourceModelError("%s: %r is not a number" % (field, value)) from None
+    if not math.isfinite(number):
+        raise ResourceModelError("%s: %r is not a finite number" % (field, value))
+    too_low = low is not None and (number <= low if low_open else number < low)
+    too_high = high is not None and (number >= high if high_open else number > high)
+    if too_low or too_high:
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        span = "%s%s, %s%s" % (
+            left,
+            "-inf" if low is None else "%g" % low,
+            "inf" if high is None else "%g" % high,
+            right,
+        )
+        raise ResourceModelError("%s: %g is outside %s" % (field, number, span))
+    return number
+
+
+def _hit(field, value):
+    return _number(field, value, 0.0, 1.0)
+
+
+def _throughput(field, value):
+    return _number(field, value, 0.0)
+
+
+def _count(field, value, minimum=1):
+    if isinstance(value, bool):
+        raise ResourceModelError("%s: %r is not a whole number" % (field, value))
+    number = _number(field, value, minimum)
+    if number != int(number):
+        raise ResourceModelError("%s: %r is not a whole number" % (field, value))
+    return int(number)
+
+
+def _distribution(value):
+    if value not in DISTRIBUTIONS:
+        raise ResourceModelError("distribution: %r is not supported; allowed: %s" % (value, ", ".join(DISTRIBUTIONS)))
+    return value
+
+
+def _options(distribution, options):
+    allowed = DISTRIBUTION_OPTIONS[distribution]
+    for name in options:
+        if name not in allowed:
+            raise ResourceModelError(
+                "%s: not an option of the %s distribution; allowed: %s"
+                % (name, distribution, ", ".join(allowed) if allowed else "none")
+            )
+    return options
+
+
+def _plain(value):
+    """value with numpy scalars and arrays turned into plain JSON types (tuples become lists)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if HAS_NUMPY and isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if HAS_NUMPY and isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+# Che's approximation ---------------------------------------------------------------------------------------
+
+
+def _che(values, counts, cache_items):
+    """(hit ratio, characteristic time) of an LRU cache of cache_items over keys of popularity `values`.
+
+    counts[i] keys share popularity values[i] (None: one key each); popularities are normalised here."""
+    values = np.asarray(values, dtype=float)
+    counts = np.ones_like(values) if counts is None else np.asarray(counts, dtype=float)
+    total = float(np.dot(values, counts))
+    keys = float(counts.sum())
+    if cache_items <= 0:
+        return 0.0, 0.0
+    if cache_items >= keys:
+        return 1.0, math.inf
+    q = values / total
+    positive = q > 0
+    if cache_items >= float(counts[positive].sum()):
+        # every key that is ever requested fits: LRU keeps all of them.
+        return 1.0, math.inf
+
+    def filled(t):
+        return float(np.dot(counts, -np.expm1(-q * t))) - cache_items
+
+    # sum_i (1 - exp(-q_i T)) <= T sum_i q_i = T, so T >= C; double the upper end until it brackets the root.
+    low = float(cache_items)
+    high = 2.0 * low
+    for _i in range(2000):
+        if filled(high) > 0:
+            break
+        low, high = high, high * 2.0
+    t = brentq(filled, low, high, xtol=1e-12 * high, rtol=1e-12, maxiter=500)
+    hit = float(np.dot(counts * q, -np.expm1(-q * t)))
+    return min(1.0, max(0.0, hit)), float(t)
+
+
+def che_hit_ratio(popularities, cache_items):
+    """Hit ratio of an LRU cache of cache_items items over keys requested with the given popularities.
+
+    Che, Tung & Wang (2002): the characteristic time T solves sum_i (1 - exp(-q_i T)) = C and the hit ratio is
+    sum_i q_i (1 - exp(-q_i T)), q normalised to sum 1. Vectorised; fine for a million keys."""
+    _require()
+    cache = _number("cache_items", cache_items, 0.0)
+    q = np.asarray(popularities, dtype=float).ravel()
+    if q.size == 0:
+        raise ResourceModelError("popularities: empty; give one popularity per key")
+    if not np.all(np.isfinite(q)) or np.any(q < 0) or q.sum() <= 0:
+        raise ResourceModelError("popularities: must be finite, >= 0 and not all 0")
+    return _che(q, None, cache)[0]
+
+
+def che_characteristic_time(popularities, cache_items):
+    """The characteristic time T of Che's approximation (inf when every requested key fits in the cache)."""
+    _require()
+    cache = _number("cache_items", cache_items, 0.0)
+    q = np.asarray(popularities, dtype=float).ravel()
+    if q.size == 0 or not np.all(np.isfinite(q)) or np.any(q < 0) or q.sum() <= 0:
+        raise ResourceModelError("popularities: must be a non-empty list of finite numbers >= 0, not all 0")
+    return _che(q, None, cache)[1]
+
+
+def uniform_hit_ratio(records, cache_items):
+    """Hit ratio of an LRU cache over uniformly requested keys: min(1, C / N) (Che's approximation is exact here)."""
+    n = _count("records", records)
+    cache = _number("cache_items", cache_items, 0.0)
+    return min(1.0, cache / n)
+
+
+def zipfian_popularities(n, theta=YCSB_ZIPFIAN_CONSTANT):
+    """Popularity of each of n keys under a zipfian law, q_i proportional to 1 / i^theta (YCSB's 0.99)."""
+    _require()
+    n = _count("records", n)
+    theta = _number("theta", theta, 0.0)
+    ranks = np.arange(1, n + 1, dtype=float)
+    q = ranks**-theta
+    return q / q.sum()
+
+
+def _hotspot_groups(n, hot_fraction, hot_ops):
+    """(values, counts): the hot keys share hot_ops of the requests, the others the rest (YCSB's hotspot)."""
+    hot = int(n * hot_fraction)
+    if hot <= 0 or hot >= n:
+        return np.array([1.0 / n]), np.array([float(n)])
+    return np.array([hot_ops / hot, (1.0 - hot_ops) / (n - hot)]), np.array([float(hot), float(n - hot)])
+
+
+def hotspot_popularities(n, hot_fraction=0.2, hot_ops=0.8):
+    """Popularity of each of n keys when hot_ops of the requests go to the first hot_fraction of the keys."""
+    _require()
+    n = _count("records", n)
+    hot_fraction = _number("hot_fraction", hot_fraction, 0.0, 1.0)
+    hot_ops = _number("hot_ops", hot_ops, 0.0, 1.0)
+    values, counts = _hotspot_groups(n, hot_fraction, hot_ops)
+    return np.repeat(values, counts.astype(int))
+
+
+def hit_ratio(distribution, records, cache_items, **options):
+    """Hit ratio of an LRU cache of cache_items items over `records` keys requested with `distribution`.
+
+    distribution: uniform (closed form), zipfian (option theta) or hotspot (options hot_fraction, hot_ops)."""
+    _distribution(distribution)
+    _options(distribution, options)
+    n = _count("records", records)
+    cache = _number("cache_items", cache_items, 0.0)
+    if distribution == "uniform":
+        return uniform_hit_ratio(n, cache)
+    _require()
+    if cache >= n:
+        return 1.0
+    if distribution == "zipfian":
+        return _che(zipfian_popularities(n, options.get("theta", YCSB_ZIPFIAN_CONSTANT)), None, cache)[0]
+    hot_fraction = _number("hot_fraction", options.get("hot_fraction", 0.2), 0.0, 1.0)
+    hot_ops = _number("hot_ops", options.get("hot_ops", 0.8), 0.0, 1.0)
+    values, counts = _hotspot_groups(n, hot_fraction, hot_ops)
+    return _che(values, counts, cache)[0]
+
+
+def records_for_hit_ratio(hit, cache_items, distribution="uniform", max_records=MAX_RECORDS, **options):
+    """Number of keys that gives an LRU cache of cache_items items the hit ratio `hit` (inverse of hit_ratio).
+
+    hit 1.0 gives cache_items (the boundary point: the largest data size that still fits). Uniform keys use the
+    closed form C / hit; the other distributions a bisection on the number of keys (up to max_records)."""
+    _distribution(distribution)
+    _options(distribution, options)
+    hit = _number("hit_ratio", hit, 0.0, 1.0, low_open=True)
+    cache = _count("cache_items", cache_items)
+    if hit >= 1.0:
+        return cache
+    if distribution == "uniform":
+        return max(cache, int(round(cache / hit)))
+    limit = _count("max_records", max_records)
+
+    def at(n):
+        return hit_ratio(distribution, n, cache, **options)
+
+    low, high = cache, min(limit, 2 * cache)
+    while at(high) > hit:
+        if high >= limit:
+            raise ResourceModelError(
+                "hit_ratio: %g is not reachable with %s keys and a cache of %d items within max_records=%d"
+                % (hit, distribution, cache, limit)
+            )
+        low, high = high, min(limit, 2 * high)
+    # at(low) > hit >= at(high): halve until the bracket is one key wide or 0.01 % of its size.
+    while high - low > max(1, int(1e-4 * low)):
+        middle = (low + high) // 2
+        if at(middle) > hit:
+            low = middle
+        else:
+            high = middle
+    return low if abs(at(low) - hit) <= abs(at(high) - hit) else high
+
+
+def calibration_plan(hit_ratios=DEFAULT_HIT_RATIOS, cache_items=None, distribution="uniform", **options):
+    """Data sizes of the read-model calibration: [{"hit_ratio", "records"}] in the order of hit_ratios.
+
+    The paper's defaults are 100, 95, 90, 80, 70, 60, 50, 40, 25 and 15 % (dense right after the boundary point,
+    sparse in the flat tail); the caller may pass fewer. cache_items is the cache capacity in records."""
+    if cache_items is None:
+        raise ResourceModelError("cache_items: required (the cache capacity in records)")
+    if isinstance(hit_ratios, (str, bytes)) or not hasattr(hit_ratios, "__iter__"):
+        raise ResourceModelError("hit_ratios: %r is not a list of hit ratios" % (hit_ratios,))
+    plan, seen = [], set()
+    for index, value in enumerate(hit_ratios):
+        hit = _number("hit_ratios[%d]" % index, value, 0.0, 1.0, low_open=True)
+        if hit in seen:
+            raise ResourceModelError("hit_ratios[%d]: %g appears twice" % (index, hit))
+        seen.add(hit)
+        plan.append({"hit_ratio": hit, "records": records_for_hit_ratio(hit, cache_items, distribution, **options)})
+    if not plan:
+        raise ResourceModelError("hit_ratios: empty; give at least one hit ratio in (0, 1]")
+    return plan
+
+
+# Calibration search ----------------------------------------------------------------------------------------
+
+
+def _isotonic(values):
+    """Non-decreasing least-squares fit of values (pool adjacent violators), equal weights."""
+    blocks = []  # [sum, count]
+    for value in values:
+        blocks.append([value, 1])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            total, count = blocks.pop()
+            blocks[-1][0] += total
+            blocks[-1][1] += count
+    fitted = []
+    for total, count in blocks:
+        fitted.extend([total / count] * count)
+    return fitted
+
+
+def _midpoint(low, high):
+    if low > 0 and high / low > 4.0:
+        return math.sqrt(low * high)
+    return (low + high) / 2.0
+
+
+def binary_search_throughput(measure, level, low, high, tolerance=2.5, max_probes=6, known=None, low_usage=None):
+    """Throughput at which the server's usage reaches `level` %, by a binary search over target rates.
+
+    measure(throughput) -> observed usage (%) runs the load at that rate; usage grows with throughput but is
+    noisy. Every point already known (known=[(throughput, usage)], e.g. from the earlier levels of the same hit
+    ratio) narrows the bracket [low, high] first; the points are smoothed by an isotonic (non-decreasing) fit so
+    that noise cannot make the bracket cross. The search probes the midpoint of the bracket (geometric when
+    high/low > 4), and stops when a measured usage is within tolerance of the level, when the bracket is
+    narrower than 5 % of its upper end (converged), or after max_probes probes (not converged). The answer is
+    the linear interpolation between the bracketing points.
+
+    Usage at `low` is taken from known, or low_usage, or assumed 0 when low is 0 (pass known=[(0, idle)] to do
+    better), or else measured. Usage at `high` (the unthrottled maximum) is taken from known or measured; when
+    even it stays below the level by more than the tolerance the answer is that maximum point with converged
+    False and reason "level not reachable", and the caller drops the level for this hit ratio.
+
+    Returns {"level", "throughput", "usage" (at the answer by the same interpolation), "nearest" (the measured
+    point closest to the level), "bracket", "probes" (this search's [(throughput, usage)]), "converged",
+    "reason"}."""
+    if not callable(measure):
+        raise ResourceModelError("measure: %r is not callable" % (measure,))
+    level = _number("level", level, 0.0, 100.0, low_open=True)
+    low = _throughput("low", low)
+    high = _number("high", high, low, low_open=True)
+    tolerance = _number("tolerance", tolerance, 0.0)
+    max_probes = _count("max_probes", max_probes, 1)
+    points = []
+    for index, pair in enumerate(known or ()):
+        try:
+            tput, usage = pair
+        except (TypeError, ValueError):
+            raise ResourceModelError("known[%d]: %r is not a (throughput, usage) pair" % (index, pair)) from None
+        points.append((_throughput("known[%d] throughput" % index, tput), _number("known[%d] usage" % index, usage)))
+    probes = []
+
+    def probe(tput):
+        usage = _number("measure", measure(tput))
+        probes.append((tput, usage))
+        points.append((tput, usage))
+        return usage
+
+    def has(tput):
+        return any(abs(t - tput) <= 1e-9 * max(1.0, tput) for t, _u in points)
+
+    assumed = None
+    if low_usage is not None:
+        points.append((low, _number("low_usage", low_usage)))
+    elif not has(low) and low == 0:
+        assumed = (0.0, 0.0)
+        points.append(assumed)
+    if not has(high):
+        probe(high)
+    if not has(low):
+        probe(low)
+
+    def result(tput, usage, converged, reason, nearest, bracket):
+        return {
+            "level": level,
+            "throughput": float(tput),
+            "usage": float(usage),
+            "nearest": nearest,
+            "bracket": bracket,
+            "probes": list(probes),
+            "converged": converged,
+            "reason": reason,
+        }
+
+    while True:
+        inside = sorted(p for p in points if low - 1e-9 <= p[0] <= high * (1 + 1e-9))
+        fitted = _isotonic([u for _t, u in inside])
+        measured = [p for p in inside if p is not assumed] or inside
+        nearest = min(measured, key=lambda p: (abs(p[1] - level), -p[0]))
+        close = nearest is not assumed and abs(nearest[1] - level) <= tolerance
+        below = [i for i, f in enumerate(fitted) if f < level]
+        above = [i for i, f in enumerate(fitted) if f >= level]
+        if not above:
+            top = inside[-1]
+            if close:
+                return result(nearest[0], nearest[1], True, "within tolerance", nearest, [top, None])
+            return result(top[0], top[1], False, "level not reachable", nearest, [top, None])
+        if not below:
+            bottom = inside[0]
+            if close:
+                return result(nearest[0], nearest[1], True, "within tolerance", nearest, [None, bottom])
+            return result(bottom[0], bottom[1], False, "level below the usage at low", nearest, [None, bottom])
+        i, j = below[-1], above[0]
+        (t_low, _u_low), (t_high, _u_high) = inside[i], inside[j]
+        f_low, f_high = fitted[i], fitted[j]
+        answer = t_low + (level - f_low) * (t_high - t_low) / (f_high - f_low)
+        bracket = [inside[i], inside[j]]
+        if close:
+            return result(answer, level, True, "within tolerance", nearest, bracket)
+        if t_high - t_low < 0.05 * t_high:
+            return result(answer, level, True, "bracket narrow", nearest, bracket)
+        if len(probes) >= max_probes:
+            return result(answer, level, False, "max probes", nearest, bracket)
+        probe(_midpoint(t_low, t_high))
+
+
+# Read model ------------------------------------------------------------------------------------------------
+
+
+def _isotonic_rows(matrix):
+    """Column-wise non-decreasing least-squares fit over the rows of a (k, m) array (max-min formula)."""
+    k = matrix.shape[0]
+    sums = np.vstack([np.zeros((1, matrix.shape[1])), np.cumsum(matrix, axis=0)])
+    fitted = np.empty_like(matrix)
+    for i in range(k):
+        best = None
+        for a in range(i + 1):
+            worst = None
+            for b in range(i, k):
+                mean = (sums[b + 1] - sums[a]) / (b - a + 1)
+                worst = mean if worst is None else np.minimum(worst, mean)
+            best = worst if best is None else np.maximum(best, worst)
+        fitted[i] = best
+    return fitted
+
+
+class ReadModel:
+    """Read usage of one hardware: for each usage level, the read throughput that reaches it against hit ratio.
+
+    points: {level %: [(hit_ratio, throughput), ...]} from the calibration. For each level T_level(hit) is a
+    monotone cubic spline (PCHIP) over the level's hit ratios (one point: a constant; hit ratios outside the
+    level's calibrated range are clamped). At one hit ratio usage is linear in throughput between the two levels
+    that bracket it, from (0, idle_usage) below the lowest level, and extrapolated from the last two levels above
+    the highest one (flagged). T_level(hit) must grow with the level: where noise makes two levels cross the
+    throughputs are repaired by an isotonic fit over the levels and a warning is recorded."""
+
+    def __init__(self, points, idle_usage=0.0, warnings=None):
+        _require()
+        if not isinstance(points, dict) or not points:
+            raise ResourceModelError(
+                "points: needs a mapping {level: [(hit_ratio, throughput), ...]} of at least one level"
+            )
+        self.idle_usage = _number("idle_usage", idle_usage, 0.0, 100.0)
+        table = {}
+        for key, rows in points.items():
+            level = _number("points level", key, 0.0, 100.0, low_open=True)
+            if level <= self.idle_usage:
+                raise ResourceModelError(
+                    "idle_usage: %g is not below level %g; drop the levels at or below the idle usage"
+                    % (self.idle_usage, level)
+                )
+            if level in table:
+                raise ResourceModelError("points: level %g appears twice" % level)
+            if isinstance(rows, (str, bytes, dict)) or not hasattr(rows, "__iter__"):
+                raise ResourceModelError("points[%g]: %r is not a list of (hit_ratio, throughput)" % (level, rows))
+            clean = []
+            for index, pair in enumerate(rows):
+                try:
+                    hit, tput = pair
+                except (TypeError, ValueError):
+                    raise ResourceModelError(
+                        "points[%g][%d]: %r is not a (hit_ratio, throughput) pair" % (level, index, pair)
+                    ) from None
+                clean.append(
+                    (
+                        _hit("points[%g][%d] hit_ratio" % (level, index), hit),
+                        _number("points[%g][%d] throughput" % (level, index), tput, 0.0, low_open=True),
+                    )
+                )
+            if not clean:
+                raise ResourceModelError("points[%g]: no calibration point" % level)
+            table[level] = clean
+        self.levels = sorted(table)
+        self.points = {level: table[level] for level in self.levels}
+        self._curves = [self._curve(self.points[level]) for level in self.levels]
+        self.warnings = list(warnings or [])
+        self.crossings = self._find_crossings()
+        for low_level, high_level, start, end in self.crossings:
+            text = (
+                "levels %g and %g %%: calibrated throughputs cross at hit ratios %.3g-%.3g; "
+                "repaired monotonically (isotonic fit over the levels)" % (low_level, high_level, start, end)
+            )
+            if text not in self.warnings:
+                self.warnings.append(text)
+
+    @staticmethod
+    def _curve(rows):
+        by_hit = {}
+        for hit, tput in rows:
+            by_hit.setdefault(hit, []).append(tput)
+        hits = np.array(sorted(by_hit))
+        tputs = np.array([sum(by_hit[h]) / len(by_hit[h]) for h in hits])
+        spline = PchipInterpolator(hits, tputs, extrapolate=False) if len(hits) > 1 else None
+        return hits, tputs, spline
+
+    def _raw_throughputs(self, hits):
+        """(k levels, m hits) array of T_level(hit) before the monotone repair; hits clamped per level."""
+        rows = []
+        for hits_known, tputs, spline in self._curves:
+            clamped = np.clip(hits, hits_known[0], hits_known[-1])
+            rows.append(np.full(hits.shape, tputs[0]) if spline is None else spline(clamped))
+        return np.vstack(rows)
+
+    def _find_crossings(self):
+        hits = sorted({h for rows in self.points.values() for h, _t in rows})
+        grid = np.unique(np.concatenate([np.array(hits), np.linspace(hits[0], hits[-1], 201)]))
+        raw = self._raw_throughputs(grid)
+        crossings = []
+        for i in range(len(self.levels) - 1):
+            bad = raw[i + 1] <= raw[i]
+            if np.any(bad):
+                crossings.append((self.levels[i], self.levels[i + 1], float(grid[bad].min()), float(grid[bad].max())))
+        return crossings
+
+    def level_throughputs(self, hits):
+        """(k, m) array: throughput that reaches each level at each hit ratio, increasing with the level."""
+        hits = np.atleast_1d(np.asarray(hits, dtype=float))
+        raw = self._raw_throughputs(hits)
+        if raw.shape[0] > 1 and not np.all(np.diff(raw, axis=0) > 0):
+            raw = _isotonic_rows(raw)
+            for i in range(1, raw.shape[0]):
+                raw[i] = np.maximum(raw[i], raw[i - 1] * (1.0 + _TIE_GAP))
+        return raw
+
+    def _augmented(self, hits):
+        tputs = self.level_throughputs(hits)
+        tputs = np.vstack([np.zeros((1, tputs.shape[1])), tputs])
+        usages = np.array([self.idle_usage] + list(self.levels))
+        return tputs, usages
+
+    def _check_hits(self, hits, field="hit_ratio"):
+        hits = np.atleast_1d(np.asarray(hits, dtype=float))
+        if not np.all(np.isfinite(hits)) or np.any(hits < 0) or np.any(hits > 1):
+            bad = hits[~(np.isfinite(hits) & (hits >= 0) & (hits <= 1))][0]
+            raise ResourceModelError("%s: %g is outside [0, 1]" % (field, bad))
+        return hits
+
+    def hit_range(self):
+        """(lowest, highest) calibrated hit ratio over all levels."""
+        hits = [h for rows in self.points.values() for h, _t in rows]
+        return min(hits), max(hits)
+
+    def usage_many(self, hits, throughputs):
+        """Vectorised usage: (usage array, extrapolated bool array) for arrays of hit ratios and throughputs."""
+        hits = self._check_hits(hits)
+        tput = np.atleast_1d(np.asarray(throughputs, dtype=float))
+        if not np.all(np.isfinite(tput)) or np.any(tput < 0):
+            raise ResourceModelError("throughput: %g is outside [0, inf)" % tput[~(np.isfinite(tput) & (tput >= 0))][0])
+        hits, tput = np.broadcast_arrays(hits, tput)
+        table, usages = self._augmented(hits.ravel())
+        x = tput.ravel()
+        k = len(self.levels)
+        above = np.sum(table[1:] < x, axis=0)
+        seg = np.minimum(above, k - 1)
+        cols = np.arange(x.size)
+        t0, t1 = table[seg, cols], table[seg + 1, cols]
+        u0, u1 = usages[seg], usages[seg + 1]
+        usage = u0 + (u1 - u0) * (x - t0) / (t1 - t0)
+        return usage.reshape(hits.shape), (x > table[k]).reshape(hits.shape)
+
+    def usage_detail(self, hit, throughput):
+        """{"usage", "extrapolated" (above the highest level), "hit_clamped" (outside the calibrated range)}."""
+        hit = _hit("hit_ratio", hit)
+        throughput = _throughput("throughput", throughput)
+        usage, extrapolated = self.usage_many([hit], [throughput])
+        low, high = self.hit_range()
+        return {
+            "usage": float(usage[0]),
+            "extrapolated": bool(extrapolated[0]),
+            "hit_clamped": not (low <= hit <= high),
+        }
+
+    def usage(self, hit, throughput):
+        """Predicted usage (%) of a read throughput at a cache hit ratio."""
+        return self.usage_detail(hit, throughput)["usage"]
+
+    def max_throughput_many(self, hits, cap):
+        """Vectorised max_throughput: (throughput array, extrapolated bool array) for an array of hit ratios."""
+        hits = self._check_hits(hits)
+        cap = _number("cap", cap, 0.0)
+        table, usages = self._augmented(hits)
+        k = len(self.levels)
+        if cap <= self.idle_usage:
+            return np.zeros(hits.shape), np.zeros(hits.shape, dtype=bool)
+        seg = min(int(np.sum(usages[1:] < cap)), k - 1)
+        t0, t1 = table[seg], table[seg + 1]
+        u0, u1 = usages[seg], usages[seg + 1]
+        tput = t0 + (cap - u0) * (t1 - t0) / (u1 - u0)
+        return tput, np.full(hits.shape, cap > usages[k])
+
+    def max_throughput_detail(self, hit, cap):
+        """{"throughput", "extrapolated"}: the largest read throughput whose predicted usage stays <= cap."""
+        hit = _hit("hit_ratio", hit)
+        tput, extrapolated = self.max_throughput_many([hit], cap)
+        return {"throughput": float(tput[0]), "extrapolated": bool(extrapolated[0])}
+
+    def max_throughput(self, hit, cap):
+        """Largest read throughput whose predicted usage at this hit ratio stays <= cap (%): 0 when cap <= idle."""
+        return self.max_throughput_detail(hit, cap)["throughput"]
+
+    def rows(self):
+        """The calibration table as [{"level", "hit_ratio", "throughput"}], by level then as given."""
+        return [
+            {"level": float(level), "hit_ratio": float(hit), "throughput": float(tput)}
+            for level in self.levels
+            for hit, tput in self.points[level]
+        ]
+
+
+def fit_read_model(results, idle_usage=0.0):
+    """ReadModel from calibration results [{"hit_ratio", "level", "throughput", "converged"}].
+
+    Points that did not converge, have no hit ratio or no throughput, or whose level is not above the idle usage
+    are dropped, each drop recorded in the model's warnings."""
+    idle = _number("idle_usage", idle_usage, 0.0, 100.0)
+    if isinstance(results, (str, bytes, dict)) or not hasattr(results, "__iter__"):
+        raise ResourceModelError("results: %r is not a list of calibration results" % (results,))
+    points, dropped = {}, []
+    count = 0
+    for index, row in enumerate(results):
+        count += 1
+        if not isinstance(row, dict):
+            raise ResourceModelError("results[%d]: %r is not a mapping" % (index, row))
+        for key in ("hit_ratio", "level", "throughput"):
+            if key not in row:
+                raise ResourceModelError("results[%d].%s: missing" % (index, key))
+        level = _number("results[%d].level" % index, row["level"], 0.0, 100.0, low_open=True)
+        label = "level %g at hit ratio %s" % (level, row["hit_ratio"])
+        if not row.get("converged", True):
+            dropped.append("%s (%s)" % (label, row.get("reason") or "not converged"))
+            continue
+        if row["hit_ratio"] is None or row["throughput"] is None:
+            dropped.append("%s (no %s)" % (label, "hit ratio" if row["hit_ratio"] is None else "throughput"))
+            continue
+        hit = _hit("results[%d].hit_ratio" % index, row["hit_ratio"])
+        tput = _throughput("results[%d].throughput" % index, row["throughput"])
+        if tput <= 0:
+            dropped.append("%s (throughput 0)" % label)
+            continue
+        if level <= idle:
+            dropped.append("%s (not above the idle usage %g)" % (label, idle))
+            continue
+        points.setdefault(level, []).append((hit, tput))
+    if not points:
+        raise ResourceModelError("results: none of the %d calibration results is usable" % count)
+    warnings = ["dropped calibration point: %s" % text for text in dropped]
+    return ReadModel(points, idle_usage=idle, warnings=warnings)
+
+
+# Update model ----------------------------------------------------------------------------------------------
+
+
+class UpdateModel:
+    """Update usage linear in update throughput: usage = intercept + slope * throughput (slope >= 0)."""
+
+    def __init__(self, intercept, slope, r2=None, n=0, warnings=None):
+        self.intercept = _number("intercept", intercept)
+        self.slope = _number("slope", slope, 0.0)
+        self.r2 = None if r2 is None else _number("r2", r2)
+        self.n = _count("n", n, 0)
+        self.warnings = list(warnings or [])
+
+    @classmethod
+    def fit(cls, points):
+        """Least-squares fit of [(update throughput, usage)]; a negative slope is replaced by 0 (with a warning)."""
+        _require()
+        if isinstance(points, (str, bytes, dict)) or not hasattr(points, "__iter__"):
+            raise ResourceModelError("points: %r is not a list of (throughput, usage)" % (points,))
+        xs, ys = [], []
+        for index, pair in enumerate(points):
+            try:
+                tput, usage = pair
+            except (TypeError, ValueError):
+                raise ResourceModelError("points[%d]: %r is not a (throughput, usage) pair" % (index, pair)) from None
+            xs.append(_throughput("points[%d] throughput" % index, tput))
+            ys.append(_number("points[%d] usage" % index, usage))
+        if len(set(xs)) < 2:
+            raise ResourceModelError("points: the update model needs at least two different update throughputs")
+        x, y = np.array(xs), np.array(ys)
+        slope, intercept = np.polyfit(x, y, 1)
+        warnings = []
+        if slope < 0:
+            warnings.append("update usage fell with throughput (slope %.4g); slope set to 0" % slope)
+            slope, intercept = 0.0, float(y.mean())
+        residual = float(np.sum((y - (intercept + slope * x)) ** 2))
+        total = float(np.sum((y - y.mean()) ** 2))
+        r2 = (1.0 - residual / total) if total > 0 else (1.0 if residual == 0 else 0.0)
+        return cls(float(intercept), float(slope), r2=float(r2), n=len(xs), warnings=warnings)
+
+    def usage(self, throughput):
+        """Predicted usage (%) of an update throughput, idle part (the intercept) included."""
+        return self.intercept + self.slope * _throughput("update_throughput", throughput)
+
+    def max_throughput(self, cap):
+        """Largest update throughput with usage <= cap; 0 when cap <= intercept, None when the slope is 0."""
+        cap = _number("cap", cap, 0.0)
+        if cap <= self.intercept:
+            return 0.0
+        if self.slope == 0:
+            return None
+        return (cap - self.intercept) / self.slope
+
+    def to_dict(self):
+        return {
+            "intercept": float(self.intercept),
+            "slope": float(self.slope),
+            "r2": None if self.r2 is None else float(self.r2),
+            "n": int(self.n),
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_dict(cls, data):
+        if not isinstance(data, dict):
+            raise ResourceModelError("update: %r is not a mapping" % (data,))
+        for key in ("intercept", "slope"):
+            if key not in data:
+                raise ResourceModelError("update.%s: missing" % key)
+        return cls(data["intercept"], data["slope"], data.get("r2"), data.get("n", 0), data.get("warnings"))
+
+
+# Whole model -----------------------------------------------------------------------------------------------
+
+
+class ResourceModel:
+    """Usage of a node = read usage + update usage (the write and read paths are mostly separate).
+
+    The idle part is counted once: the read model's usage at zero reads is the machine's idle usage, and the
+    update model's intercept is that same idle usage measured again during the update calibration. Adding the
+    whole update model would count it twice, so only the update model's slope times the update throughput is
+    added to the read usage: usage = read.usage(hit, reads) + update.slope * updates.
+
+    profile: what the model is valid for (hardware, store, cache size, ...), kept as given."""
+
+    def __init__(self, read, update=None, profile=None):
+        if not isinstance(read, ReadModel):
+            raise ResourceModelError("read: %r is not a ReadModel" % (read,))
+        if update is not None and not isinstance(update, UpdateModel):
+            raise ResourceModelError("update: %r is not an UpdateModel" % (update,))
+        if profile is not None and not isinstance(profile, dict):
+            raise ResourceModelError("profile: %r is not a mapping" % (profile,))
+        self.read = read
+        self.update = update
+        self.profile = _plain(dict(profile or {}))
+
+    def _update_slope(self, update_throughput):
+        if update_throughput > 0 and self.update is None:
+            raise ResourceModelError("update_throughput: %g but the model has no update model" % update_throughput)
+        return 0.0 if self.update is None else self.update.slope
+
+    def usage_detail(self, hit_ratio, read_throughput, update_throughput=0.0):
+        """{"usage", "read_usage", "update_usage", "extrapolated", "hit_clamped"} of a read + update load."""
+        hit = _hit("hit_ratio", hit_ratio)
+        reads = _throughput("read_throughput", read_throughput)
+        updates = _throughput("update_throughput", update_throughput)
+        slope = self._update_slope(updates)
+        read = self.read.usage_detail(hit, reads)
+        update_usage = slope * updates
+        return {
+            "usage": read["usage"] + update_usage,
+            "read_usage": read["usage"],
+            "update_usage": update_usage,
+            "extrapolated": read["extrapolated"],
+            "hit_clamped": read["hit_clamped"],
+        }
+
+    def usage(self, hit_ratio, read_throughput, update_throughput=0.0):
+        """Predicted usage (%) of read_throughput reads and update_throughput updates per second."""
+        return self.usage_detail(hit_ratio, read_throughput, update_throughput)["usage"]
+
+    def usage_of_workload(self, hit_ratio, throughput, read_ratio):
+        """Predicted usage (%) of a total throughput of which read_ratio are reads and the rest updates."""
+        total = _throughput("throughput", throughput)
+        ratio = _number("read_ratio", read_ratio, 0.0, 1.0)
+        return self.usage(hit_ratio, total * ratio, total * (1.0 - ratio))
+
+    def max_throughput(self, hit_ratio, read_ratio, cap):
+        """Largest total throughput (read_ratio reads, the rest updates) whose predicted usage stays <= cap (%).
+
+        Bisection on the monotone usage; 0 when even no load exceeds the cap, None when usage never reaches the
+        cap (no reads and an update slope of 0)."""
+        hit = _hit("hit_ratio", hit_ratio)
+        ratio = _number("read_ratio", read_ratio, 0.0, 1.0)
+        cap = _number("cap", cap, 0.0)
+        if ratio < 1.0 and self.update is None:
+            raise ResourceModelError("read_ratio: %g leaves updates, but the model has no update model" % ratio)
+        slope = 0.0 if self.update is None else self.update.slope
+
+        def over(total):
+            return self.read.usage(hit, total * ratio) + slope * total * (1.0 - ratio) > cap
+
+        if over(0.0):
+            return 0.0
+        if ratio == 0.0 and slope == 0.0:
+            return None
+        low, high = 0.0, 1.0
+        for _i in range(2000):
+            if over(high):
+                break
+            low, high = high, high * 2.0
+        else:
+            return None
+        for _i in range(200):
+            if high - low <= 1e-9 * high:
+                break
+            middle = (low + high) / 2.0
+            if over(middle):
+                high = middle
+            else:
+                low = middle
+        return low
+
+    def to_dict(self):
+        """Plain JSON types only; from_dict(to_dict()) gives the same model and the same dict."""
+        return {
+            "format": MODEL_FORMAT,
+            "levels": [float(level) for level in self.read.levels],
+            "points": self.read.rows(),
+            "idle_usage": float(self.read.idle_usage),
+            "update": None if self.update is None else self.update.to_dict(),
+            "warnings": list(self.read.warnings),
+            "profile": _plain(self.profile),
+        }
+
+    @classmethod
+    def from_dict(cls, data):
+        if not isinstance(data, dict):
+            raise ResourceModelError("model: %r is not a mapping" % (data,))
+        if data.get("format", MODEL_FORMAT) != MODEL_FORMAT:
+            raise ResourceModelError("format: %r is not %s" % (data.get("format"), MODEL_FORMAT))
+        for key in ("levels", "points"):
+            if key not in data:
+                raise ResourceModelError("%s: missing in the model" % key)
+        points = {}
+        for index, row in enumerate(data["points"] or ()):
+            if not isinstance(row, dict) or not all(k in row for k in ("level", "hit_ratio", "throughput")):
+                raise ResourceModelError("points[%d]: %r needs level, hit_ratio and throughput" % (index, row))
+            level = _number("points[%d].level" % index, row["level"], 0.0, 100.0, low_open=True)
+            points.setdefault(level, []).append((row["hit_ratio"], row["throughput"]))
+        levels = sorted(_number("levels", level) for level in data["levels"] or ())
+        if levels != sorted(points):
+            raise ResourceModelError("levels: %s do not match the levels of the points %s" % (levels, sorted(points)))
+        read = ReadModel(points, idle_usage=data.get("idle_usage", 0.0), warnings=data.get("warnings"))
+        update = None if data.get("update") is None else UpdateModel.from_dict(data["update"])
+        return cls(read, update, data.get("profile"))
+
+
+# Accuracy --------------------------------------------------------------------------------------------------
+
+
+def accuracy(predicted, observed):
+    """1 - |predicted - observed| / observed, clipped to [0, 1]; observed 0 gives 1 when predicted is 0, else 0."""
+    predicted = _number("predicted", predicted)
+    observed = _number("observed", observed, 0.0)
+    if observed == 0:
+        return 1.0 if predicted == 0 else 0.0
+    return min(1.0, max(0.0, 1.0 - abs(predicted - observed) / observed))
+
+
+def summarize(rows):
+    """{"mean", "sd" (sample), "min", "max", "n"} of accuracies (fractions; x100 for the paper's %).
+
+    rows: numbers (accuracies), or mappings with "accuracy", or mappings with "predicted" and "observed"."""
+    values = []
+    for index, row in enumerate(rows):
+        if isinstance(row, dict):
+            if "accuracy" in row:
+                values.append(_number("rows[%d].accuracy" % index, row["accuracy"], 0.0, 1.0))
+            elif "predicted" in row and "observed" in row:
+                values.append(accuracy(row["predicted"], row["observed"]))
+            else:
+                raise ResourceModelError("rows[%d]: needs accuracy, or predicted and observed" % index)
+        else:
+            values.append(_number("rows[%d]" % index, row, 0.0, 1.0))
+    n = len(values)
+    if not n:
+        return {"mean": None, "sd": None, "min": None, "max": None, "n": 0}
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    return {"mean": mean, "sd": sd, "min": min(values), "max": max(values), "n": n}
