@@ -48,6 +48,12 @@ def main():
     parser.add_argument("--depth", type=int, default=5)
     parser.add_argument("--heap-mb", type=int, default=1024)
     parser.add_argument("--defaults", default="concurrent_compactors=2", help="name=value,... of computed defaults")
+    parser.add_argument(
+        "--max-other-cpu",
+        type=float,
+        default=modeling.DEFAULT_MAX_OTHER_CPU_SHARE,
+        help="leave out runs during which other work used more than this share of the CPU",
+    )
     parser.add_argument("--csv")
     parser.add_argument("--markdown")
     args = parser.parse_args()
@@ -58,6 +64,7 @@ def main():
     numbers = {k: hardware[k] for k in ("vcpu", "ram_gb", "heap_mb")}
     rows = [dict(r, hardware=dict(numbers, **(r.get("hardware") or {}))) for r in modeling.read_dataset(args.dataset)]
     rows = [r for r in rows if r.get("ops_per_s")]
+    rows, contended = modeling.drop_contended(rows, args.max_other_cpu, cpus=hardware["vcpu"])
     if len(rows) < 8:
         sys.exit(
             "dataset: %s has %d rows; collect more first (playbooks/collect_training.yml)" % (args.dataset, len(rows))

@@ -81,8 +81,31 @@ class CassandraMeter:
         self.cluster.shutdown()
 
 
-def measure(load_params, meter, pid, target, warmup_s=4.0, window_s=8.0, cpus=None, run=None, clock=time.monotonic):
-    """Drive the load at target ops/s (0 = unthrottled) and read the server over window_s after warmup_s.
+def _wait_for_operations(meter, worker, timeout):
+    """Return once the server counts operations again (the client is connected and running), or at timeout."""
+    start = meter.counters()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and worker.is_alive():
+        time.sleep(0.5)
+        now = meter.counters()
+        if now["reads"] + now["writes"] > start["reads"] + start["writes"]:
+            return
+
+
+def measure(
+    load_params,
+    meter,
+    pid,
+    target,
+    warmup_s=4.0,
+    window_s=8.0,
+    cpus=None,
+    run=None,
+    clock=time.monotonic,
+    start_timeout=30.0,
+):
+    """Drive the load at target ops/s (0 = unthrottled) and read the server over window_s, starting warmup_s after
+    the server sees the client's first operations (so the client's start-up is never measured).
 
     Returns {target, throughput (server ops/s: reads + writes it served), reads_per_s, writes_per_s, usage (% of
     the machine), hit_ratio (None when no cache request), client (the driver's own result)}."""
@@ -92,7 +115,11 @@ def measure(load_params, meter, pid, target, warmup_s=4.0, window_s=8.0, cpus=No
     params["properties"] = dict(load_params.get("properties") or {}, operationcount=NEVER_ENDING)
     outcome = {}
     worker = threading.Thread(target=lambda: outcome.update(run(params)), daemon=True)
+    # The run's clock starts once the client is connected; a few seconds of margin keep it running to the end of
+    # the window (the window starts warmup_s after the server sees the first operations).
+    params["max_seconds"] += 5
     worker.start()
+    _wait_for_operations(meter, worker, start_timeout)
     time.sleep(warmup_s)
     t0, cpu0, c0 = clock(), process_cpu_seconds(pid), meter.counters()
     time.sleep(window_s)

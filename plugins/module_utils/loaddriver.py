@@ -224,11 +224,26 @@ def merge(parts):
     return merged
 
 
+def machine_busy_seconds(path="/proc/stat"):
+    """CPU seconds the whole machine has been busy (user, nice, system, irq, softirq; all CPUs), or None."""
+    try:
+        with open(path) as handle:
+            fields = handle.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    ticks = [int(value) for value in fields[1:8]]
+    busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]
+    return busy / float(os.sysconf("SC_CLK_TCK"))
+
+
 def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600, workdir=None, server_pids=()):
     """Run one phase with `processes` client JVMs; returns the merged result plus the driver's CPU seconds and,
     for the server processes given by PID, theirs (the CPU split between driver and server)."""
     parts = split_for_processes(props, phase, processes)
     servers_before = {pid: cpu_seconds(pid) for pid in server_pids}
+    machine_before = machine_busy_seconds()
     tmp = tempfile.mkdtemp(prefix="tactician-load-", dir=workdir)
     procs = []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -281,6 +296,13 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
         if start is not None and servers_after[pid] is not None
     ]
     merged["server_cpu_s"] = round(sum(server_cpu), 3) if server_cpu else None
+    # CPU the rest of the machine used meanwhile: a throughput measured while other work ran is not comparable.
+    machine_after = machine_busy_seconds()
+    if machine_before is not None and machine_after is not None and server_cpu:
+        merged["other_cpu_s"] = round(
+            max(0.0, machine_after - machine_before - merged["client_cpu_s"] - merged["server_cpu_s"]), 3
+        )
+        merged["machine_cpu_s"] = round(machine_after - machine_before, 3)
     merged["processes"] = len(parts)
     merged["phase"] = phase
     merged["store"] = store

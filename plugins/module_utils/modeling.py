@@ -222,6 +222,27 @@ def fit_resource(data, store, store_version, hardware, model_file=None):
     return doc, summary
 
 
+DEFAULT_MAX_OTHER_CPU_SHARE = 0.10
+
+
+def other_cpu_share(row, cpus=None):
+    """Share of the machine's CPU that other work used during a measured run (None when not recorded)."""
+    run = row.get("run") or {}
+    other, wall = run.get("other_cpu_s"), run.get("wall_s")
+    if other in (None, "", "None") or not wall:
+        return None
+    return float(other) / (float(wall) * float(cpus or os.cpu_count() or 1))
+
+
+def drop_contended(rows, max_share=DEFAULT_MAX_OTHER_CPU_SHARE, cpus=None):
+    """(rows measured on a quiet machine, number dropped): a run during which other work took more than max_share
+    of the machine's CPU measured that work as much as the store. Rows that did not record it are kept."""
+    if max_share is None:
+        return list(rows), 0
+    kept = [row for row in rows if (other_cpu_share(row, cpus) or 0.0) <= max_share]
+    return kept, len(rows) - len(kept)
+
+
 def _config_group(row):
     return json.dumps(row.get("config") or {}, sort_keys=True)
 
@@ -240,12 +261,14 @@ def fit_surrogate(
     model_file=None,
     defaults=None,
     catalog=None,
+    max_other_cpu_share=DEFAULT_MAX_OTHER_CPU_SHARE,
 ):
     """Fit the single-node surrogate on a dataset, report held-out metrics (whole configurations held out), then
     refit on every row and save. Returns (document, evaluation, summary lines)."""
     from ansible_collections.tactician.nosql.plugins.module_utils import catalog as catalog_mod
     from ansible_collections.tactician.nosql.plugins.module_utils import surrogate
 
+    rows, contended = drop_contended(rows, max_other_cpu_share, cpus=hardware.get("vcpu"))
     # Each row's hardware: the profile's numbers, overridden by what the row recorded.
     numbers = {k: v for k, v in hardware.items() if k in ("vcpu", "ram_gb", "disk_ssd", "heap_mb") and v is not None}
     rows = [
@@ -270,6 +293,7 @@ def fit_surrogate(
         model = surrogate.Surrogate(space, n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(rows)
     except (surrogate.SurrogateError, catalog_mod.CatalogError) as exc:
         raise ModelingError(str(exc)) from None
+    evaluation["dropped_contended"] = contended
     evaluation["held_out"] = [
         {"key": r.get("key"), "measured": r["ops_per_s"], "predicted": round(float(p), 2)}
         for r, p in zip(test, predicted, strict=True)
@@ -290,13 +314,14 @@ def fit_surrogate(
     summary = [
         "surrogate: random forest of %d trees, depth %d, on %d rows (%d parameters)"
         % (n_estimators, max_depth, len(rows), len(parameters)),
-        "held out %d rows of %d configurations: R2 %.3f, RMSE %.1f ops/s, MAE %.1f ops/s"
+        "held out %d rows of %d configurations: R2 %.3f, RMSE %.1f ops/s, MAE %.1f ops/s (%d contended runs left out)"
         % (
             evaluation["test_rows"],
             evaluation["test_configurations"],
             evaluation["r2"],
             evaluation["rmse"],
             evaluation["mae"],
+            contended,
         ),
     ]
     return doc, evaluation, summary

@@ -15,7 +15,9 @@ from __future__ import annotations
 from ansible_collections.tactician.nosql.plugins.module_utils import modelstore
 
 DEFAULT_HORIZONS_S = (60.0, 120.0, 300.0, 900.0)
-FORECAST_METHODS = ("arima", "markov", "last_value", "schedule")
+FORECAST_METHODS = ("auto", "arima", "markov", "last_value", "schedule")
+AUTO_METHODS = ("arima", "markov", "last_value")
+MIN_BACKTEST_HISTORY = 20
 
 
 class PredictError(ValueError):
@@ -30,7 +32,7 @@ def forecast_workload(
     samples=None,
     schedule=None,
     schedule_position=0,
-    method="arima",
+    method="auto",
     step_s=30.0,
     horizon_s=None,
     horizons_s=DEFAULT_HORIZONS_S,
@@ -62,9 +64,38 @@ def forecast_workload(
     options = {"start_index": int(schedule_position)} if method == "schedule" else {}
     accuracy = []
     lookahead = None
+    if method == "auto" and not backtest:
+        raise PredictError("method: auto chooses by backtest; set backtest to true or name a method")
     if backtest and method != "schedule":
-        accuracy = fc.evaluate(series, [method], horizons, fields=list(fields), history=history_points)
-        lookahead = _lookahead(accuracy, horizons, step_s, threshold)
+        # Fit windows of up to history_points, leaving at least as many points again for the rolling origins.
+        history = min(history_points, (length - max(horizons)) // 2)
+        if history < MIN_BACKTEST_HISTORY:
+            lookahead = {
+                "lookahead_steps": 0,
+                "lookahead_s": 0.0,
+                "reason": "the history has %d steps: too short to measure accuracy %d steps ahead (needs %d)"
+                % (length, max(horizons), 2 * MIN_BACKTEST_HISTORY + max(horizons)),
+            }
+        else:
+            candidates = AUTO_METHODS if method == "auto" else (method,)
+            try:
+                accuracy = fc.evaluate(series, list(candidates), horizons, fields=list(fields), history=history)
+            except fc.ForecastError as exc:
+                raise PredictError(str(exc)) from None
+            scored = []
+            for name in candidates:
+                rows = [row for row in accuracy if row["method"] == name]
+                ahead = _lookahead(rows, horizons, step_s, threshold)
+                mean = sum(row["accuracy"] or 0.0 for row in rows) / max(len(rows), 1)
+                scored.append((ahead["lookahead_steps"], mean, -candidates.index(name), name, ahead))
+            _steps_ahead, _mean, _order, chosen, lookahead = max(scored)
+            if method == "auto":
+                lookahead = dict(
+                    lookahead,
+                    reason="%s (auto: the longest lookahead, then the best mean accuracy, of %s)"
+                    % (lookahead["reason"], ", ".join(candidates)),
+                )
+                method = chosen
     elif method == "schedule":
         lookahead = {
             "lookahead_steps": max(horizons),
@@ -84,7 +115,10 @@ def forecast_workload(
                 "schedule_position: %s is past the end of the schedule (%d steps)" % (schedule_position, length)
             )
         steps = min(steps, remaining)
-    future = fc.forecast(series, steps, method=method, **options)
+    try:
+        future = fc.forecast(series, steps, method=method, **options)
+    except fc.ForecastError as exc:
+        raise PredictError(str(exc)) from None
     return {
         "method": method,
         "step_s": step_s,

@@ -105,6 +105,12 @@ options:
     description: Share of the configurations held out to measure a surrogate's accuracy.
     type: float
     default: 0.25
+  max_other_cpu_share:
+    description:
+      - Training runs during which other work on the machine used more than this share of its CPU are left out
+        (they measured that work as much as the store). Runs that did not record it are kept.
+    type: float
+    default: 0.1
   n_estimators:
     description: Trees of the surrogate's random forest.
     type: int
@@ -258,6 +264,7 @@ def _fit(module, p):
         model_file=model_file,
         defaults=p["defaults"],
         catalog=p["catalog"],
+        max_other_cpu_share=p["max_other_cpu_share"],
     )
     module.exit_json(changed=not module.check_mode, metadata=doc["metadata"], evaluation=evaluation, summary=summary)
 
@@ -286,6 +293,7 @@ def main():
             model_file=dict(type="path"),
             hardware=dict(type="dict", default={}),
             test_share=dict(type="float", default=0.25),
+            max_other_cpu_share=dict(type="float", default=0.1),
             n_estimators=dict(type="int", default=20),
             max_depth=dict(type="int", default=5),
         ),

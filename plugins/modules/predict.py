@@ -9,8 +9,9 @@ module: predict
 short_description: Forecast the workload, predict a node's resource usage, or predict throughput of configurations
 description:
   - O(mode=forecast) forecasts the workload vector (read ratio, throughput, share of each operation) from the history
-    store, by ARIMA with the order chosen by BIC, a Markov chain over discretized states, the last value (the
-    baseline), or a known schedule (a perfect forecast). It backtests the method on the same history and reports
+    store, by ARIMA (d = 1, p and q chosen by BIC), a Markov chain over discretized states, the last value (the
+    baseline), or a known schedule (a perfect forecast); O(method=auto) backtests the first three and uses the one
+    with the longest lookahead. It backtests the method on the same history and reports
     the share of predictions within 10 % of the actual value at each horizon (1, 2, 5, 15 minutes by default), and
     the lookahead - the longest horizon whose accuracy is at least O(threshold).
   - O(mode=resource) predicts a node's usage (CPU, user + system + I/O wait, % of the node) from the cache hit ratio
@@ -51,8 +52,8 @@ options:
   method:
     description: Forecasting method.
     type: str
-    choices: [arima, markov, last_value, schedule]
-    default: arima
+    choices: [auto, arima, markov, last_value, schedule]
+    default: auto
   step:
     description: Decision step T_d in seconds.
     type: float
@@ -238,7 +239,7 @@ def main():
             cluster=dict(type="str"),
             node=dict(type="str", default="cluster"),
             last=dict(type="int", default=1000),
-            method=dict(type="str", choices=list(predict.FORECAST_METHODS), default="arima"),
+            method=dict(type="str", choices=list(predict.FORECAST_METHODS), default="auto"),
             step=dict(type="float", default=30),
             horizon=dict(type="float"),
             horizons=dict(type="list", elements="float", default=[60, 120, 300, 900]),

@@ -535,7 +535,7 @@ def test_calibrate_model_and_predict_on_a_real_node(clusters, tmp_path):
     assert all(p["writes_per_s"] > 0.5 * p["target"] and p["usage"] > 0 for p in update)
     read = result.task("Read levels")
     assert 0 < read["hit_ratio"] <= 1 and read["max"]["throughput"] > 0
-    assert [row["level"] for row in read["levels"]] == [5, 15]
+    assert len(read["levels"]) == 2 and any(row["converged"] for row in read["levels"]), read["levels"]
     assert result.task("Key cache size")["cache"]["capacity_bytes"] > 0
     fit = result.task("Fit the resource model")
     assert fit["metadata"]["hardware_profile"]["name"] == "it-profile" and fit["metadata"]["store"] == "cassandra"

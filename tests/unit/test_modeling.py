@@ -287,3 +287,88 @@ def test_fit_cluster_beats_the_naive_sum_on_replicated_clusters(tmp_path):
     assert evaluation["rmse"] < evaluation["naive_sum"]["rmse"]
     assert doc["kind"] == "cluster_surrogate" and "naive sum" in summary[1]
     modelstore.load_model(str(tmp_path / "c.json"), kind="cluster_surrogate")
+
+
+# --------------------------------------------------------------------------------------------- forecasts
+
+
+def _samples(steps=120):
+    import math
+
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import new_sample
+
+    out = []
+    for k in range(steps):
+        reads = 0.8 if (k // 30) % 2 == 0 else 0.2
+        total = 1000.0 + 10.0 * math.sin(k / 5.0)
+        out.append(
+            new_sample(
+                "cassandra",
+                "c",
+                "cluster",
+                1_700_000_000 + 30.0 * k,
+                30.0,
+                {"read": total * reads, "update": total * (1 - reads)},
+            )
+        )
+    return out
+
+
+def test_forecast_workload_backtests_and_picks_the_lookahead():
+    result = predict.forecast_workload(samples=_samples(), method="last_value", horizons_s=(60, 300))
+    assert result["series_points"] == 120 and result["method"] == "last_value"
+    assert {row["horizon_s"] for row in result["accuracy"]} == {60, 300}
+    assert result["lookahead"]["lookahead_s"] in (0, 60, 300)
+    steps = result["lookahead"]["lookahead_steps"] or 10
+    assert len(result["forecast"]["fields"]["read_ratio"]) == steps
+
+
+def test_forecast_from_a_schedule_is_the_schedule():
+    from ansible_collections.tactician.nosql.plugins.module_utils import schedules
+
+    schedule = schedules.abrupt_switching(1, duration_s=1800, min_interval_s=60, max_interval_s=120, rate=500)
+    truth = schedules.expand(schedule)
+    result = predict.forecast_workload(schedule=schedule, schedule_position=10, method="schedule", horizon_s=300)
+    assert result["forecast"]["fields"]["read_ratio"] == [step.read_ratio for step in truth[10:20]]
+    with pytest.raises(predict.PredictError, match="^schedule_position"):
+        predict.forecast_workload(schedule=schedule, schedule_position=len(truth), method="schedule")
+
+
+def test_forecast_bad_input():
+    with pytest.raises(predict.PredictError, match="^method: .prophet. .*auto, arima, markov, last_value, schedule"):
+        predict.forecast_workload(samples=_samples(), method="prophet")
+    with pytest.raises(predict.PredictError, match="^history: no workload samples"):
+        predict.forecast_workload(samples=[], method="arima")
+    with pytest.raises(predict.PredictError, match="^schedule_file"):
+        predict.forecast_workload(method="schedule")
+
+
+def test_forecast_auto_picks_a_method_by_backtest():
+    result = predict.forecast_workload(samples=_samples(), method="auto", horizons_s=(60, 300))
+    assert result["method"] in ("arima", "markov", "last_value")
+    assert {row["method"] for row in result["accuracy"]} == {"arima", "markov", "last_value"}
+    assert "auto:" in result["lookahead"]["reason"]
+    with pytest.raises(predict.PredictError, match="^method: auto chooses by backtest"):
+        predict.forecast_workload(samples=_samples(), method="auto", backtest=False)
+
+
+def test_contended_runs_are_left_out_of_training():
+    quiet = {"ops_per_s": 1.0, "run": {"other_cpu_s": 1.0, "wall_s": 20.0}}
+    busy = {"ops_per_s": 1.0, "run": {"other_cpu_s": 12.0, "wall_s": 20.0}}
+    unknown = {"ops_per_s": 1.0, "run": {}}
+    assert modeling.other_cpu_share(quiet, cpus=2) == 0.025
+    assert modeling.other_cpu_share(unknown, cpus=2) is None
+    kept, dropped = modeling.drop_contended([quiet, busy, unknown], 0.1, cpus=2)
+    assert kept == [quiet, unknown] and dropped == 1
+    assert modeling.drop_contended([busy], None) == ([busy], 0)
+
+
+def test_machine_busy_seconds_reads_proc_stat(tmp_path):
+    from ansible_collections.tactician.nosql.plugins.module_utils import loaddriver
+
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 5 50 1000 20 3 2 0 0 0\ncpu0 50 2 25 500 10 1 1 0 0 0\n")
+    ticks = os.sysconf("SC_CLK_TCK")
+    assert loaddriver.machine_busy_seconds(str(stat)) == (100 + 5 + 50 + 3 + 2) / ticks
+    assert loaddriver.machine_busy_seconds(str(tmp_path / "none")) is None
+    assert loaddriver.machine_busy_seconds() > 0

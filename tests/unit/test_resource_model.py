@@ -374,7 +374,8 @@ def test_resource_model_max_throughput(synthetic_model):
         assert model.usage_of_workload(0.7, total, ratio) <= 60.0
         assert model.usage_of_workload(0.7, total, ratio) == pytest.approx(60.0, rel=1e-6)
     assert model.max_throughput(0.7, 1.0, 60.0) == pytest.approx(synthetic_model.max_throughput(0.7, 60.0), rel=1e-8)
-    assert model.max_throughput(0.7, 0.0, 60.0) == pytest.approx(6000.0, rel=1e-8)
+    # Updates only: the update model alone, its intercept (the fixed cost of serving) counted once.
+    assert model.max_throughput(0.7, 0.0, 60.0) == pytest.approx((60.0 - 1.5) / 0.01, rel=1e-8)
     flat = ResourceModel(synthetic_model, UpdateModel(1.0, 0.0))
     assert flat.max_throughput(0.7, 0.0, 60.0) is None
     reads_only = ResourceModel(synthetic_model)
