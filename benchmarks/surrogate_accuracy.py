@@ -47,6 +47,8 @@ def main():
     parser.add_argument("--trees", type=int, default=20)
     parser.add_argument("--depth", type=int, default=5)
     parser.add_argument("--heap-mb", type=int, default=1024)
+    parser.add_argument("--log-target", action="store_true", help="fit log(ops/s): configuration effects as factors")
+    parser.add_argument("--parameters", help="comma-separated subset of the configuration's parameters to model")
     parser.add_argument("--defaults", default="concurrent_compactors=2", help="name=value,... of computed defaults")
     parser.add_argument(
         "--max-other-cpu",
@@ -70,12 +72,16 @@ def main():
             "dataset: %s has %d rows; collect more first (playbooks/collect_training.yml)" % (args.dataset, len(rows))
         )
     parameters = sorted({name for r in rows for name in r["config"]})
+    if args.parameters:
+        parameters = [name for name in args.parameters.split(",") if name]
     space = surrogate.FeatureSpace(catalog.Catalog.for_store("cassandra", "5.0"), parameters, defaults=defaults)
     ours_true, ours_pred, base_pred, per_split = [], [], [], []
     per_workload = {}
     for seed in range(args.splits):
         train, test = surrogate.split(rows, test_share=args.test_share, seed=seed, group=surrogate.config_group)
-        model = surrogate.Surrogate(space, n_estimators=args.trees, max_depth=args.depth, seed=seed).fit(train)
+        model = surrogate.Surrogate(
+            space, n_estimators=args.trees, max_depth=args.depth, seed=seed, log_target=args.log_target
+        ).fit(train)
         predicted = model.predict(test)
         means = {}
         for r in train:

@@ -13,6 +13,7 @@ The engine behind module ``tactician.nosql.model``:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -100,18 +101,47 @@ def make_design(
 # ---------------------------------------------------------------------------------------------------------------
 
 
+RACE_SCHEMA = "tactician.race/v1"
+
+
+def _race_row(item):
+    """A training row from a racing trial: the instance's workload, the configuration, the measured ops/s."""
+    spec = item.get("instance_spec") or {}
+    run = dict(item.get("run") or {})
+    workload = spec.get("workload")
+    if run.get("mix"):
+        # What the run executed (recorded by playbooks/tune.yml), rather than the letter's YCSB defaults.
+        workload = {key: run.pop(key) for key in ("mix", "requestdistribution", "records", "threads") if key in run}
+        if isinstance(spec.get("workload"), str):
+            workload["name"] = spec["workload"].lower()
+    run["elapsed_s"] = item.get("elapsed_s")
+    return {
+        "key": "race/%s/%s" % (hashlib.sha1(item["config_key"].encode()).hexdigest()[:10], item["instance"]),
+        "workload": workload if workload is not None else {},
+        "config": item["config"],
+        "ops_per_s": item["value"],
+        "run": run,
+    }
+
+
 def read_dataset(path):
-    """Rows of a dataset file, in order (a missing file is an empty dataset)."""
+    """Rows of a dataset file, in order (a missing file is an empty dataset). A racing trial history
+    (racing.TrialHistory) is read as a dataset too: one row per run, so racing results can train a surrogate."""
     rows = []
+    race = False
     try:
         with open(path) as handle:
             for number, line in enumerate(handle, 1):
                 if not line.strip():
                     continue
                 try:
-                    rows.append(json.loads(line))
+                    item = json.loads(line)
                 except ValueError as exc:
                     raise ModelingError("dataset: %s line %d is not JSON: %s" % (path, number, exc)) from None
+                if number == 1 and isinstance(item, dict) and item.get("schema") == RACE_SCHEMA:
+                    race = True
+                    continue
+                rows.append(_race_row(item) if race else item)
     except FileNotFoundError:
         return []
     except OSError as exc:

@@ -554,3 +554,81 @@ def test_calibrate_model_and_predict_on_a_real_node(clusters, tmp_path):
         assert item["series_points"] == 240
         assert {row["horizon_s"] for row in item["accuracy"]} == {60, 120}
         assert item["forecast"]["fields"]["read_ratio"] and item["lookahead"]["lookahead_s"] >= 0
+
+
+def test_race_then_plan_then_roll_the_plan_on_a_real_node(clusters, tmp_path):
+    """A small race on live parameters (no restart), a surrogate from its runs, static and dynamic plans, and the
+    plan file applied by the rolling playbook."""
+    import json
+
+    import yaml
+
+    history = str(tmp_path / "race.jsonl")
+    race = run_playbook(
+        "playbooks/tune.yml",
+        INVENTORY,
+        dict(
+            tactician_race={
+                "parameters": ["concurrent_reads", "concurrent_writes"],
+                "ranges": {"concurrent_reads": [8, 64], "concurrent_writes": [8, 64]},
+            },
+            tactician_race_history=history,
+            tactician_race_budget_evaluations=12,
+            tactician_race_repetitions=3,
+            tactician_race_first_test=2,
+            tactician_race_each_test=1,
+            tactician_race_run_s=4,
+            tactician_race_warmup_s=0,
+            tactician_race_records=2000,
+            tactician_race_threads=4,
+            tactician_race_keyspace="tactician_race_it",
+        ),
+    )
+    assert race.returncode == 0, race.stderr[-4000:]
+    lines = [json.loads(line) for line in open(history)]
+    assert lines[0]["schema"] == "tactician.race/v1" and lines[0]["parameters"] == [
+        "concurrent_reads",
+        "concurrent_writes",
+    ]
+    trials = lines[1:]
+    assert 4 <= len(trials) <= 9 and all(t["value"] > 0 and t["run"]["mix"] for t in trials)
+    result = race.task("The race's result", "test-cassandra1")["result"]
+    assert result["finished"] and result["best"]["config"] and result["evaluations"] == len(trials)
+    assert _cassandra_setting("concurrent_reads") == "32"  # put back to the default
+
+    planned = run_playbook(
+        os.path.join(PLAYBOOKS, "plan.yml"), INVENTORY, dict(work_dir=str(tmp_path), race_history=history)
+    )
+    assert planned.returncode == 0, planned.stderr[-4000:]
+    assert planned.task("Fit a surrogate on the race's runs")["metadata"]["training_points"] == len(trials)
+    static = planned.task("Static plan for YCSB A")
+    assert static["plan"]["kind"] == "static" and static["summary"]
+    check = planned.task("Dynamic plan in check mode")
+    assert check["changed"] and "diff" in check and not planned.task("No plan file after check mode")["stat"]["exists"]
+    dynamic = planned.task("Dynamic plan")
+    assert dynamic["changed"] and dynamic["plan"]["lookahead"]["steps"] == 40
+    assert set(dynamic["plan"]["baselines"]) >= {"default", "static_optimized", "naive", "theoretical_best"}
+    assert not planned.task("Dynamic plan again")["changed"]
+    assert "solver" in planned.task("A bad solver is refused")["msg"]
+    refused = planned.task("A cluster that cannot be rolled is refused")
+    assert refused["failed"] and "cluster.cl" in refused["msg"] and "aggressive" in refused["msg"]
+    assert not os.path.exists(tmp_path / "refused.yml")
+
+    # A plan with a switch, applied by the rolling playbook (live settings: no restart).
+    doc = yaml.safe_load(open(tmp_path / "dynamic.yml"))
+    if not doc["steps"]:
+        doc = yaml.safe_load(open(tmp_path / "static.yml"))
+    assert doc["steps"], "neither plan switches: %s" % doc["reasons"]
+    wanted = doc["steps"][0]["configuration"]
+    path = tmp_path / "apply.yml"
+    path.write_text(yaml.safe_dump(doc))
+    rolled = run_playbook(ROLLING, INVENTORY, dict(tactician_plan_file=str(path), tactician_aggressive=True))
+    assert rolled.returncode == 0, rolled.stderr[-4000:]
+    for name, value in wanted.items():
+        assert _cassandra_setting(name) == str(value)
+    reset = run_playbook(
+        ROLLING,
+        INVENTORY,
+        dict(tactician_store="cassandra", tactician_aggressive=True, tactician_settings=result["default_config"]),
+    )
+    assert reset.returncode == 0, reset.stderr[-4000:]

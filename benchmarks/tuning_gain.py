@@ -1,0 +1,168 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Real tuning gain on the bench Cassandra node (seed 004): race each workload within a time budget, then measure
+the default, the raced configuration and (when the bench surrogate exists) the surrogate + GA configuration side
+by side, round after round, each run cold. Prints ops/s per configuration, the speedup over the default with a 95 %
+confidence interval (paired by round), and the paired t-test's p-value.
+
+    .venv/bin/python benchmarks/tuning_gain.py                        # YCSB A and E, 60 min races, 10 rounds
+    .venv/bin/python benchmarks/tuning_gain.py --short                # 10 min races, 3 rounds
+    .venv/bin/python benchmarks/tuning_gain.py --workloads a --budget-s 1800 --rounds 5
+
+The bench node must be up (ansible-playbook -i inventories/bench playbooks/lab_up.yml) and nothing else running:
+every number is a throughput on this machine's two CPUs. Races and comparisons resume: an interrupted run picks up
+where it stopped (delete .lab/bench/races and .lab/bench/datasets/compare-* to start over).
+
+What the irace study reported (seed 004): speedups of 6-30 % over the default after budgets of 500-2000
+evaluations (8-48 h); with the default seeded in, good results earlier where the default is good.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, ".collections"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+
+from ansible_run import run_playbook  # noqa: E402
+
+from ansible_collections.tactician.nosql.plugins.module_utils import (  # noqa: E402
+    modeling,
+    modelstore,
+    racing,
+    tuner,
+)
+from ansible_collections.tactician.nosql.plugins.module_utils import surrogate as sg  # noqa: E402
+
+INVENTORY = os.path.join(ROOT, "inventories", "bench")
+LAB = os.path.join(ROOT, ".lab", "bench")
+MODEL = os.path.join(LAB, "models", "cassandra-surrogate.json")
+RECORDS, THREADS, DISTRIBUTION = 20000, 32, "zipfian"
+MIXES = {"a": {"read": 0.5, "update": 0.5}, "b": {"read": 0.95, "update": 0.05}, "e": {"scan": 0.95, "insert": 0.05}}
+
+
+def surrogate_config(workload, default):
+    """The surrogate + GA optimum for the workload (None without a bench surrogate)."""
+    if not os.path.exists(MODEL):
+        return None
+    data, metadata = modelstore.load_model(MODEL, kind="surrogate", store="cassandra")
+    model = sg.Surrogate.from_dict(data)
+    hardware = metadata["hardware_profile"]
+    f_ops = tuner.Throughput(model, hardware=hardware)
+    feasible = sg.feasible_by_catalog(
+        model.space.catalog, memory_mb=hardware["ram_gb"] * 1024, heap_mb=hardware.get("heap_mb")
+    )
+    work = {"mix": MIXES[workload], "requestdistribution": DISTRIBUTION, "records": RECORDS, "threads": THREADS}
+    fixed = {n: default[n] for n in model.space.parameters if n in default and model.space.kind(n) == "enum"}
+    found = tuner.tune(
+        f_ops, [work], feasible=feasible, fixed=fixed or None, include=[default], seed=0, generations=100
+    )
+    return dict(found["config"])
+
+
+def interval(ratios):
+    """Mean of the per-round ratios and its 95 % t interval."""
+    from scipy import stats
+
+    mean = statistics.mean(ratios)
+    if len(ratios) < 2:
+        return mean, float("nan"), float("nan")
+    half = stats.t.ppf(0.975, len(ratios) - 1) * statistics.stdev(ratios) / math.sqrt(len(ratios))
+    return mean, mean - half, mean + half
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--short", action="store_true", help="10 min races, 3 rounds")
+    parser.add_argument("--workloads", nargs="+", default=["a", "e"])
+    parser.add_argument("--budget-s", type=float, help="race budget in seconds of runs (default 3600, short 600)")
+    parser.add_argument("--rounds", type=int, help="side-by-side rounds (default 10, short 3)")
+    args = parser.parse_args()
+    budget = args.budget_s or (600.0 if args.short else 3600.0)
+    rounds = args.rounds or (3 if args.short else 10)
+    started = time.time()
+    rows = []
+    for workload in args.workloads:
+        history = os.path.join(LAB, "races", "cassandra-ycsb-%s%s.jsonl" % (workload, "-short" if args.short else ""))
+        t = time.time()
+        race = run_playbook(
+            "playbooks/tune.yml",
+            INVENTORY,
+            dict(tactician_race_workload=workload, tactician_race_budget_s=budget, tactician_race_history=history),
+        )
+        if race.returncode != 0:
+            sys.exit("race of %s failed:\n%s" % (workload, race.stderr[-3000:]))
+        race_s = time.time() - t
+        pending, result = racing.Race.from_history(history).ask(history)
+        assert not pending, "the race of %s did not finish" % workload
+        default = racing.Race.from_history(history).default_config()
+        configs = {"default": {}, "raced": result["best"]["config"]}
+        ga = surrogate_config(workload, default)
+        if ga:
+            configs["surrogate+GA"] = ga
+        dataset = os.path.join(LAB, "datasets", "compare-%s%s.jsonl" % (workload, "-short" if args.short else ""))
+        t = time.time()
+        compare = run_playbook(
+            "playbooks/compare.yml",
+            INVENTORY,
+            dict(
+                tactician_compare_workload=workload,
+                tactician_compare_configs=configs,
+                tactician_compare_defaults=default,
+                tactician_compare_rounds=rounds,
+                tactician_compare_dataset=dataset,
+            ),
+        )
+        if compare.returncode != 0:
+            sys.exit("comparison of %s failed:\n%s" % (workload, compare.stderr[-3000:]))
+        compare_s = time.time() - t
+        measured = {}
+        for row in modeling.read_dataset(dataset):
+            measured.setdefault(row["name"], {})[int(row["round"])] = float(row["ops_per_s"])
+        base = measured["default"]
+        for name in configs:
+            values = measured.get(name, {})
+            common = sorted(set(values) & set(base))
+            ratios = [values[r] / base[r] for r in common if base[r] > 0]
+            mean, low, high = interval(ratios) if ratios else (float("nan"),) * 3
+            p_value = float("nan")
+            if name != "default" and len(common) >= 2:
+                from scipy import stats
+
+                p_value = float(stats.ttest_rel([values[r] for r in common], [base[r] for r in common]).pvalue)
+            rows.append(
+                "| %s | %s | %d | %s | %.3f [%.3f, %.3f] | %s | %s |"
+                % (
+                    workload.upper(),
+                    name,
+                    len(common),
+                    f"{statistics.mean(values[r] for r in common):,.0f}" if common else "-",
+                    mean,
+                    low,
+                    high,
+                    "%.3g" % p_value if name != "default" else "-",
+                    json.dumps(configs[name] if name != "default" else default, sort_keys=True)
+                    if name != "default"
+                    else "race %.0f s (%d runs), comparison %.0f s" % (race_s, result["evaluations"], compare_s),
+                )
+            )
+        print("\n".join(rows[-len(configs) :]), flush=True)
+    print()
+    print(
+        "| workload | configuration | rounds | ops/s (mean) | speedup vs default [95 % CI] | paired t p"
+        " | configuration / times |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    print("\nirace study (seed 004): +6 to +30 % over default after 8-48 h; wall time %.0f s" % (time.time() - started))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Loads the store's parameter catalog on the controller for module race (it samples within the catalog's types,
+ranges and memory budget)."""
+
+from __future__ import annotations
+
+from ansible_collections.tactician.nosql.plugins.action.reconfigure_node import CatalogAction
+
+
+class ActionModule(CatalogAction):
+    module = "tactician.nosql.race"
+    version_arg = "store_version"

@@ -1,0 +1,304 @@
+#!/usr/bin/python
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: plan
+short_description: Plan whether, when and to what a cluster's configuration should switch, and write the plan file
+description:
+  - O(mode=dynamic) takes the workload forecast over the lookahead (O(forecast) from M(tactician.nosql.predict)
+    mode forecast, or a known schedule in O(schedule_file)), the throughput surrogate, the cluster's roll (nodes,
+    R = RF - CL nodes at a time, T_r seconds per batch) and finds the switches that maximize the ops served over the
+    lookahead, benefit minus the throughput lost while nodes restart (IRIS, seed 001 Eq. 7-9). Each switch comes
+    with the predicted ops/s before and after, its cost, its break-even time and the reason; each change of the
+    optimum the plan does not follow says why; the default, static-optimized, naive and theoretical-best baselines
+    are computed on the same forecast.
+  - O(mode=static) finds the best configuration for one O(workload) (surrogate + genetic algorithm over the
+    parameter catalog, honouring types, ranges and the node's memory budget) and plans one switch to it when it is
+    predicted better than the configuration in place.
+  - The plan file (YAML, schema C(tactician.plan/v1)) is what C(playbooks/rolling_reconfigure.yml) applies with
+    C(tactician_plan_file); a person can read and approve it. Check mode computes and shows the plan and writes
+    nothing; O(plan_file) is left unchanged when the new plan decides the same as the one in it.
+version_added: 0.1.0
+author:
+  - Tactician maintainers (@tactician)
+options:
+  mode:
+    description: Dynamic plan over a forecast, or the static optimum of one workload.
+    type: str
+    choices: [dynamic, static]
+    default: dynamic
+  model_file:
+    description: Throughput surrogate (M(tactician.nosql.model) kind surrogate).
+    type: path
+    required: true
+  cluster_model_file:
+    description: Cluster model; without it the cluster's ops/s is the node count times one node's.
+    type: path
+  store:
+    description: Store of the cluster.
+    type: str
+    choices: [cassandra, redis, mongodb]
+    default: cassandra
+  store_version:
+    description: Version the model must be for (and the catalog's version).
+    type: str
+  hardware_profile:
+    description: When set, the model must have been built on the hardware profile of this name.
+    type: str
+  forecast:
+    description:
+      - The workload over the lookahead, as M(tactician.nosql.predict) mode forecast returns it (the registered
+        result or its C(forecast) key) - C(fields) with C(read_ratio) or the share of each operation, and
+        optionally C(throughput), the offered load per step.
+    type: dict
+  schedule_file:
+    description: A schedule or job queue whose steps are the forecast (a perfect forecast), instead of O(forecast).
+    type: path
+  schedule_position:
+    description: Step of O(schedule_file) the lookahead starts at.
+    type: int
+    default: 0
+  horizon:
+    description: Seconds of O(schedule_file) to plan over.
+    type: float
+    default: 1800
+  workload:
+    description: The workload of O(mode=static) (mix, requestdistribution, records, record_bytes, threads).
+    type: dict
+  workload_base:
+    description: Workload keys the forecast does not give (requestdistribution, records, record_bytes, threads).
+    type: dict
+  current:
+    description: The configuration in place (catalog names to values); missing tuned parameters are at default.
+    type: dict
+  fixed:
+    description: Parameters kept out of the search in O(mode=static) (name to value).
+    type: dict
+  cluster:
+    description:
+      - The cluster - C(nodes) (a count or the list of hosts), C(rf), C(cl), C(restart_s) (T_r, seconds a batch
+        is offline, as C(rolling_reconfigure.yml) reports it), C(live_s) (a change of live parameters only),
+        C(sets) (complete-sets), C(aggressive), C(name).
+    type: dict
+  step:
+    description: Decision step T_d in seconds.
+    type: float
+    default: 30
+  quantum:
+    description: Read ratios and shares are rounded to this grid, so near-equal steps share one static optimum.
+    type: float
+    default: 0.05
+  solver:
+    description: C(exact) (dynamic programming over the candidate configurations) or C(ga) (the paper's genetic search).
+    type: str
+    choices: [exact, ga]
+    default: exact
+  min_gain:
+    description: Least predicted gain (a share of the ops over the lookahead) a plan with switches needs.
+    type: float
+    default: 0.0
+  seed:
+    description: Seed of the searches (same inputs, same plan).
+    type: int
+    default: 0
+  start:
+    description: Epoch seconds the lookahead starts at; default now.
+    type: float
+  plan_file:
+    description: Where to write the plan (YAML); not written in check mode.
+    type: path
+  catalog:
+    description: The store's catalog as data; filled in by the action plugin from the collection's catalog files.
+    type: dict
+attributes:
+  check_mode:
+    description: Computes and returns the plan; writes no file.
+    support: full
+  diff_mode:
+    description: Shows the plan's summary before and after.
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Forecast the next 30 minutes
+  tactician.nosql.predict:
+    mode: forecast
+    history: "{{ tactician_lab_dir }}/history.sqlite3"
+    store: cassandra
+    cluster: tactician-lab
+    horizon: 1800
+  register: ahead
+
+- name: Plan the switches that pay off over it (3 nodes, RF 3, CL ONE, 70 s per batch)
+  tactician.nosql.plan:
+    model_file: .lab/bench/models/cassandra-surrogate.json
+    forecast: "{{ ahead }}"
+    workload_base: {requestdistribution: zipfian, records: 20000, threads: 32}
+    current: "{{ observed_settings }}"
+    cluster: {nodes: "{{ groups['cassandra'] }}", rf: 3, cl: ONE, restart_s: 70}
+    plan_file: plans/next.yml
+  register: next_plan
+
+- name: The best configuration for YCSB A on this hardware
+  tactician.nosql.plan:
+    mode: static
+    model_file: .lab/bench/models/cassandra-surrogate.json
+    workload: {mix: {read: 0.5, update: 0.5}, requestdistribution: zipfian, records: 20000, threads: 32}
+    fixed: {compaction: SizeTieredCompactionStrategy}
+    plan_file: plans/static-a.yml
+"""
+
+RETURN = r"""
+plan:
+  description: The plan document (the plan file's content).
+  returned: always
+  type: dict
+summary:
+  description: Lines a person reads before approving - the switches with their reasons, the skipped changes, totals.
+  returned: always
+  type: list
+  elements: str
+plan_file:
+  description: The file written (or that would be written in check mode).
+  returned: when plan_file is given
+  type: str
+elapsed_s:
+  description: Seconds the planning took.
+  returned: always
+  type: float
+"""
+
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.tactician.nosql.plugins.module_utils import modelstore, planfile, planning, predict, schedules
+
+_VOLATILE = ("created", "timing")
+
+
+def _decisions(doc):
+    """What a plan decides, without its creation time and timings (equal decisions leave the file alone)."""
+    if not isinstance(doc, dict):
+        return None
+    out = {k: v for k, v in doc.items() if k not in _VOLATILE}
+    look = dict(out.get("lookahead") or {})
+    look.pop("start", None)
+    out["lookahead"] = look
+    out["steps"] = [{k: v for k, v in step.items() if k != "at"} for step in out.get("steps", [])]
+    out["skipped"] = [{k: v for k, v in item.items() if k != "at"} for item in out.get("skipped", [])]
+    return out
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            mode=dict(type="str", choices=["dynamic", "static"], default="dynamic"),
+            model_file=dict(type="path", required=True),
+            cluster_model_file=dict(type="path"),
+            store=dict(type="str", choices=["cassandra", "redis", "mongodb"], default="cassandra"),
+            store_version=dict(type="str"),
+            hardware_profile=dict(type="str"),
+            forecast=dict(type="dict"),
+            schedule_file=dict(type="path"),
+            schedule_position=dict(type="int", default=0),
+            horizon=dict(type="float", default=1800),
+            workload=dict(type="dict"),
+            workload_base=dict(type="dict"),
+            current=dict(type="dict"),
+            fixed=dict(type="dict"),
+            cluster=dict(type="dict"),
+            step=dict(type="float", default=30),
+            quantum=dict(type="float", default=0.05),
+            solver=dict(type="str", choices=["exact", "ga"], default="exact"),
+            min_gain=dict(type="float", default=0.0),
+            seed=dict(type="int", default=0),
+            start=dict(type="float"),
+            plan_file=dict(type="path"),
+            catalog=dict(type="dict"),
+        ),
+        mutually_exclusive=[["forecast", "schedule_file"]],
+        required_if=[["mode", "static", ["workload"]]],
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p["step"] <= 0:
+        module.fail_json(msg="step: %r is not allowed; choose seconds > 0" % p["step"])
+    if not p["catalog"]:
+        module.fail_json(msg="catalog: missing; run the module through its action plugin (tactician.nosql.plan)")
+    started = time.monotonic()
+    try:
+        forecast = p["forecast"]
+        if p["mode"] == "dynamic" and p["schedule_file"]:
+            schedule = schedules.load_schedule(p["schedule_file"])
+            forecast = predict.forecast_workload(
+                schedule=schedule,
+                schedule_position=p["schedule_position"],
+                method="schedule",
+                step_s=p["step"],
+                horizon_s=p["horizon"],
+            )
+        elif p["mode"] == "dynamic" and not forecast:
+            module.fail_json(msg="forecast: mode dynamic needs forecast (from predict mode forecast) or schedule_file")
+        doc = planning.run_plan(
+            p["catalog"],
+            p["model_file"],
+            mode=p["mode"],
+            forecast=forecast,
+            workload=p["workload"],
+            current=p["current"],
+            cluster=p["cluster"],
+            store=p["store"],
+            store_version=p["store_version"],
+            hardware_profile=p["hardware_profile"],
+            cluster_model_file=p["cluster_model_file"],
+            step_s=p["step"],
+            workload_base=p["workload_base"],
+            quantum=p["quantum"],
+            solver=p["solver"],
+            min_gain=p["min_gain"],
+            seed=p["seed"],
+            start=p["start"],
+            fixed=p["fixed"],
+        )
+        summary = planfile.summary(doc)
+        result = dict(changed=False, plan=doc, summary=summary, elapsed_s=round(time.monotonic() - started, 3))
+        if p["plan_file"]:
+            result["plan_file"] = p["plan_file"]
+            old = None
+            if os.path.exists(p["plan_file"]):
+                try:
+                    old = planfile.load_plan(p["plan_file"])
+                except planfile.PlanFileError:
+                    old = None
+            if _decisions(old) != _decisions(doc):
+                result["changed"] = True
+                if module._diff:
+                    result["diff"] = {
+                        "before": "\n".join(planfile.summary(old)) + "\n" if old else "",
+                        "after": "\n".join(summary) + "\n",
+                        "before_header": p["plan_file"],
+                        "after_header": p["plan_file"],
+                    }
+                if not module.check_mode:
+                    planfile.save_plan(p["plan_file"], doc)
+        module.exit_json(**result)
+    except (
+        planning.PlanningError,
+        planfile.PlanFileError,
+        modelstore.ModelError,
+        predict.PredictError,
+        schedules.ScheduleError,
+        ValueError,
+    ) as exc:
+        module.fail_json(msg=str(exc))
+    except ImportError as exc:
+        module.fail_json(msg="a library the planner needs is missing: %s (install requirements.txt)" % exc)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,304 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""The cost-benefit planner of seed 001 (Eq. 7-9): rolls, plan values, the exact and genetic searches, baselines,
+break-even, and the static tuner it draws its candidates from."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import numpy as np
+import pytest
+
+from ansible_collections.tactician.nosql.plugins.module_utils import planfile, planner, planning, tuner
+from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.planner import PlanError, Roll, Timeline
+from ansible_collections.tactician.nosql.plugins.module_utils.surrogate import (
+    FeatureSpace,
+    Surrogate,
+    feasible_by_catalog,
+)
+
+HW = {"vcpu": 2, "ram_gb": 8, "heap_mb": 1024}
+
+
+# ------------------------------------------------------------------------------------------------ rolls
+def test_roll_layout_shares_of_nodes_online():
+    roll = Roll(nodes=3, batch=1, restart_s=30)
+    assert roll.batches == 3 and roll.duration() == 90
+    assert roll.layout() == [
+        (0.0, 30.0, 2 / 3, 0.0),
+        (30.0, 60.0, 1 / 3, 1 / 3),
+        (60.0, 90.0, 0.0, 2 / 3),
+    ]
+    assert Roll(nodes=3, batch=3, restart_s=30).layout() == [(0.0, 30.0, 0.0, 0.0)]
+    assert Roll(nodes=4, batch=1, restart_s=10, live_s=5).layout(restart=False) == [(0.0, 5.0, 1.0, 0.0)]
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"nodes": 0, "batch": 1, "restart_s": 1}, "nodes"),
+        ({"nodes": 2, "batch": 3, "restart_s": 1}, "batch"),
+        ({"nodes": 2, "batch": 1, "restart_s": -1}, "restart_s"),
+        ({"nodes": 2, "batch": 1, "restart_s": float("nan")}, "restart_s"),
+    ],
+)
+def test_roll_refuses_bad_input(kwargs, field):
+    with pytest.raises(PlanError, match=field):
+        Roll(**kwargs)
+
+
+# ------------------------------------------------------------------------------------------------ values
+def test_switch_value_by_hand():
+    F = np.array([[100.0, 200.0]] * 10)
+    line = Timeline(F, Roll(nodes=3, batch=1, restart_s=30), step_s=30)
+    # batch 1 down: 2/3 x 100; batch 2 down: 1/3 x 100 + 1/3 x 200; batch 3 down: 2/3 x 200; then 7 steps at 200.
+    assert line.value([(0, 1)], 0) == pytest.approx(2000 + 3000 + 4000 + 7 * 30 * 200)
+    assert line.value([], 0) == pytest.approx(10 * 30 * 100)
+    sim = planner.simulate(line, [(0, 1)], 0)
+    assert sim["total"] == pytest.approx(line.value([(0, 1)], 0))
+    assert sim["ops_per_step"][:3] == pytest.approx([2000, 3000, 4000])
+    assert sim["switches"] == [{"step": 0, "from": 0, "to": 1, "start_s": 0.0, "end_s": 90.0, "restart": True}]
+
+
+def test_a_switch_during_a_roll_is_ignored():
+    F = np.array([[100.0, 200.0, 300.0]] * 10)
+    line = Timeline(F, Roll(nodes=3, batch=1, restart_s=30), step_s=30)
+    assert line.applied([(0, 1), (2, 2), (3, 2)], 0) == [(0, 0, 1), (3, 1, 2)]
+    assert line.value([(0, 1), (2, 2)], 0) == pytest.approx(line.value([(0, 1)], 0))
+
+
+def test_demand_caps_what_is_served():
+    F = np.array([[100.0, 200.0]] * 4)
+    line = Timeline(F, Roll(nodes=1, batch=1, restart_s=0), step_s=10, demand=[150, 150, 50, 50])
+    assert line.value([], 1) == pytest.approx(10 * (150 + 150 + 50 + 50))
+    assert line.value([], 0) == pytest.approx(10 * (100 + 100 + 50 + 50))
+
+
+def test_live_switch_takes_no_node_offline():
+    F = np.array([[100.0, 200.0]] * 4)
+    restart = np.array([[False, False], [False, False]])
+    line = Timeline(F, Roll(nodes=2, batch=1, restart_s=60, live_s=10), step_s=30, restart=restart)
+    # 10 s on the old configuration, then the new one.
+    assert line.value([(0, 1)], 0) == pytest.approx(10 * 100 + 20 * 200 + 3 * 30 * 200)
+
+
+def test_break_even_by_hand():
+    F = np.array([[100.0, 200.0]] * 10)
+    line = Timeline(F, Roll(nodes=2, batch=1, restart_s=30), step_s=30)
+    even = planner.break_even(line, 0, 0, 1)
+    # First batch down: 50 against 100 for 30 s (-1500); second: 100 against 100; then +100 ops/s.
+    assert even["cost_ops"] == pytest.approx(1500)
+    assert even["break_even_s"] == pytest.approx(75, abs=1)
+    assert even["gain_ops"] == pytest.approx(-1500 + 240 * 100, rel=1e-3)
+    never = planner.break_even(line, 8, 0, 1)
+    assert never["break_even_s"] is None
+
+
+# ------------------------------------------------------------------------------------------------ search
+def _brute_force(line, start):
+    best = line.value([], start)
+    for genes in itertools.product(range(line.configs + 1), repeat=line.steps):
+        plan = [(k, g - 1) for k, g in enumerate(genes) if g]
+        best = max(best, line.value(plan, start))
+    return best
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_exact_plan_is_the_optimum(seed):
+    rng = np.random.default_rng(seed)
+    F = rng.uniform(50, 150, size=(6, 3))
+    line = Timeline(F, Roll(nodes=2, batch=1, restart_s=float(rng.choice([5, 20, 45]))), step_s=30)
+    plan = planner.best_plan(line, 0)
+    assert plan["ops"] == pytest.approx(_brute_force(line, 0))
+    assert line.value([(s, b) for s, _a, b in plan["switches"]], 0) == pytest.approx(plan["ops"])
+
+
+def test_short_phase_is_not_followed_and_long_one_is():
+    # Config 0 suits reads, 1 writes. Write phases of 1 step (30 s) and of 10 steps.
+    reads, writes = [100.0, 60.0], [60.0, 100.0]
+    F = np.array([reads] * 5 + [writes] + [reads] * 5 + [writes] * 10 + [reads] * 3)
+    line = Timeline(F, Roll(nodes=3, batch=1, restart_s=20), step_s=30)
+    plan = planner.best_plan(line, 0)
+    # The rolls start one step early: their first batch is down while the old phase ends (anticipation pays).
+    assert [s for s, _a, _b in plan["switches"]] == [10, 20]
+    assert plan["ops"] > plan["stay_ops"]
+    base = planner.baselines(line, 0, 0, np.argmax(F, axis=1))
+    assert base["theoretical_best"] >= plan["ops"] >= base["static_optimized"]
+    assert base["naive"] < plan["ops"]  # every node down at each of the 4 changes
+    assert base["naive_switches"] == 4
+
+
+def test_min_gain_rejects_a_marginal_plan():
+    F = np.array([[100.0, 100.5]] * 40)
+    line = Timeline(F, Roll(nodes=1, batch=1, restart_s=1), step_s=30)
+    assert planner.best_plan(line, 0)["switches"]
+    plan = planner.best_plan(line, 0, min_gain=0.01)
+    assert plan["switches"] == [] and plan["rejected_gain"] < 0.01
+
+
+def test_ga_plan_reaches_the_exact_optimum_when_seeded_and_never_loses_to_no_switch():
+    rng = np.random.default_rng(7)
+    F = rng.uniform(50, 150, size=(20, 4))
+    line = Timeline(F, Roll(nodes=3, batch=1, restart_s=15), step_s=30)
+    exact = planner.best_plan(line, 0)
+    ga = planner.ga_plan(line, 0, seed=1)
+    assert ga["ops"] >= line.value([], 0) - 1e-6
+    assert ga["ops"] <= exact["ops"] + 1e-6
+    seeded = planner.ga_plan(line, 0, seeds=[[(s, b) for s, _a, b in exact["switches"]]], seed=1)
+    assert seeded["ops"] == pytest.approx(exact["ops"])
+
+
+def test_bad_plans_name_the_field():
+    line = Timeline(np.ones((3, 2)), Roll(nodes=1, batch=1, restart_s=1))
+    with pytest.raises(PlanError, match=r"switches\[0\].*outside"):
+        line.value([(5, 1)], 0)
+    with pytest.raises(PlanError, match=r"switches\[0\].*not a candidate"):
+        line.value([(0, 9)], 0)
+    with pytest.raises(PlanError, match="F:"):
+        Timeline(-np.ones((3, 2)), Roll(nodes=1, batch=1, restart_s=1))
+    with pytest.raises(PlanError, match="demand"):
+        Timeline(np.ones((3, 2)), Roll(nodes=1, batch=1, restart_s=1), demand=[1, 2])
+
+
+# ------------------------------------------------------------------------------------------------ tuner
+TUNED = ["concurrent_writes", "concurrent_reads", "memtable_heap_space", "compaction"]
+RANGES = {
+    "concurrent_writes": [8, 64],
+    "concurrent_reads": [8, 64],
+    "memtable_heap_space": [32, 384],
+    "compaction": ["SizeTieredCompactionStrategy", "LeveledCompactionStrategy"],
+}
+
+
+def _truth(workload, config):
+    """A store whose writes like many writer threads and few reader threads, and reads the other way round."""
+    reads = workload["mix"].get("read", 0.0)
+    writers, readers = config["concurrent_writes"], config["concurrent_reads"]
+    return (
+        1000.0
+        + 40.0 * writers * (1 - reads)
+        - 20.0 * writers * reads
+        + 30.0 * readers * reads
+        - 15.0 * readers * (1 - reads)
+    )
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return Catalog.for_store("cassandra")
+
+
+@pytest.fixture(scope="module")
+def model(catalog):
+    space = FeatureSpace(catalog, TUNED, ranges=RANGES)
+    rng = np.random.default_rng(0)
+    rows = []
+    for _row in range(400):
+        config = space.decode_unit(rng.random(space.dimension))
+        ratio = float(rng.choice([0.0, 0.1, 0.5, 0.9, 1.0]))
+        workload = {"mix": {"read": ratio, "update": 1 - ratio} if ratio < 1 else {"read": 1.0}}
+        rows.append({"workload": workload, "config": config, "hardware": HW, "ops_per_s": _truth(workload, config)})
+    return Surrogate(space, n_estimators=30, max_depth=8).fit(rows)
+
+
+WRITES = {"mix": {"read": 0.1, "update": 0.9}}
+READS = {"mix": {"read": 0.9, "update": 0.1}}
+
+
+def test_tune_finds_what_each_workload_likes(model, catalog):
+    f_ops = tuner.Throughput(model, hardware=HW)
+    feasible = feasible_by_catalog(catalog, memory_mb=8192, heap_mb=1024)
+    default = model.space.default_config(HW)
+    writes = tuner.tune(f_ops, [WRITES], feasible=feasible, include=[default], seed=0)
+    reads = tuner.tune(f_ops, [READS], feasible=feasible, include=[default], seed=0)
+    assert writes["config"]["concurrent_writes"] >= 48 and writes["config"]["concurrent_reads"] <= 24
+    assert reads["config"]["concurrent_reads"] >= 48 and reads["config"]["concurrent_writes"] <= 24
+    assert writes["score"] >= writes["included"][0]["score"]
+    fixed = tuner.tune(f_ops, [WRITES], fixed={"compaction": "LeveledCompactionStrategy"}, seed=0, generations=5)
+    assert fixed["config"]["compaction"] == "LeveledCompactionStrategy"
+
+
+def test_tune_refuses_bad_input(model):
+    f_ops = tuner.Throughput(model, hardware=HW)
+    with pytest.raises(tuner.TuneError, match="workloads"):
+        tuner.tune(f_ops, [])
+    with pytest.raises(tuner.TuneError, match="weights"):
+        tuner.tune(f_ops, [READS], weights=[1, 2])
+    with pytest.raises(tuner.TuneError, match=r"fixed\.concurrent_compactors: not a tuned parameter"):
+        tuner.tune(f_ops, [READS], fixed={"concurrent_compactors": 2})
+    with pytest.raises(tuner.TuneError, match="population"):
+        tuner.tune(f_ops, [READS], population=1)
+
+
+def test_to_unit_inverts_decode_unit(model):
+    space = model.space
+    for point in np.random.default_rng(3).random((20, space.dimension)):
+        config = space.decode_unit(point)
+        assert space.decode_unit(tuner.to_unit(space, config)) == config
+
+
+# ------------------------------------------------------------------------------------------------ planning
+def _phased_forecast(pattern):
+    ratios = []
+    for ratio, steps in pattern:
+        ratios.extend([ratio] * steps)
+    return {"fields": {"read_ratio": ratios}}
+
+
+def test_make_plan_follows_long_phases_and_explains(model, catalog):
+    f_ops = tuner.Throughput(model, hardware=HW, nodes=3)
+    forecast = _phased_forecast([(0.9, 10), (0.1, 1), (0.9, 10), (0.1, 30), (0.9, 9)])
+    roll = Roll(nodes=3, batch=2, restart_s=70)
+    body = planning.make_plan(f_ops, forecast, {}, roll, catalog, default={})
+    offsets = [step["offset_s"] for step in body["steps"]]
+    assert offsets and offsets[0] <= 10 * 30  # the first switch comes before the long write phase
+    assert all(step["configuration"] for step in body["steps"])
+    assert all("compaction" not in step["configuration"] for step in body["steps"])  # table-level: fixed
+    assert all(step["reason"].startswith("from +") for step in body["steps"])
+    base = body["baselines"]
+    assert base["theoretical_best"] >= body["predicted"]["ops"] >= base["in_place"]
+    assert body["predicted"]["ops"] >= base["static_optimized"] * 0.99
+    skipped_steps = [item["offset_s"] for item in body["skipped"]]
+    assert 10 * 30 in skipped_steps  # the one-step write burst is not followed
+    assert body["timing"]["candidates"] >= 3
+
+
+def test_plan_document_round_trip_and_schema(model, catalog, tmp_path):
+    f_ops = tuner.Throughput(model, hardware=HW, nodes=3)
+    body = planning.make_plan(
+        f_ops, _phased_forecast([(0.9, 5), (0.1, 40)]), {}, Roll(nodes=3, batch=2, restart_s=60), catalog
+    )
+    doc = planfile.build(body, "cassandra", 1_800_000_000, "5.0.9", {"cl": "ONE", "nodes": 3}, {"file": "m.json"})
+    assert doc["schema"] == "tactician.plan/v1" and doc["consistency_level"] == "ONE"
+    assert doc["steps"][0]["at"].startswith("2027-01-15T")
+    path = tmp_path / "plans" / "next.yml"
+    planfile.save_plan(str(path), doc)
+    assert planfile.load_plan(str(path)) == doc
+    assert oct(os.stat(path).st_mode & 0o777) == "0o644"
+    lines = planfile.summary(doc)
+    assert "switch" in lines[0] and any("set concurrent" in line for line in lines)
+    bad = dict(doc, steps=[dict(doc["steps"][0], configuration={})])
+    with pytest.raises(planfile.PlanFileError, match=r"steps\[0\]\.configuration"):
+        planfile.validate(bad)
+    secret = dict(doc, cluster={"login_password": "x"})
+    with pytest.raises(planfile.PlanFileError, match="cluster.login_password"):
+        planfile.validate(secret)
+    with pytest.raises(planfile.PlanFileError, match="store"):
+        planfile.validate(dict(doc, store="mysql"))
+
+
+def test_forecast_to_workloads():
+    workloads, demand = planning.workloads_from_forecast(
+        {"fields": {"read_ratio": [0.93, 0.12], "throughput": [100.0, 0.0]}}, base={"records": 10}
+    )
+    assert workloads == [
+        {"records": 10, "mix": {"read": 0.95, "update": 0.05}},
+        {"records": 10, "mix": {"read": 0.1, "update": 0.9}},
+    ]
+    assert demand == [100.0, 0.0]
+    assert planning.workloads_from_forecast({"read_ratio": [1.0]})[1] is None
+    with pytest.raises(planning.PlanningError, match="read_ratio"):
+        planning.workloads_from_forecast({"fields": {"throughput": [1.0]}})

@@ -1,0 +1,140 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Iterated racing (seed 004): the Friedman test and its post-hoc, the race on a simulated noisy store, and the
+ask/tell protocol that lets a playbook drive it and resume it."""
+
+from __future__ import annotations
+
+import json
+import random
+import zlib
+
+import pytest
+from scipy import stats
+
+from ansible_collections.tactician.nosql.plugins.module_utils import racing
+from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.surrogate import FeatureSpace
+
+PARAMETERS = ["concurrent_writes", "concurrent_reads", "memtable_heap_space", "trickle_fsync"]
+RANGES = {"concurrent_writes": [8, 64], "concurrent_reads": [8, 64], "memtable_heap_space": [32, 384]}
+
+
+@pytest.fixture(scope="module")
+def space():
+    return FeatureSpace(Catalog.for_store("cassandra"), PARAMETERS, ranges=RANGES, hardware_features=())
+
+
+def store(config, instance):
+    """A noisy store: best at 48 writers, 16 readers, a large memtable, no trickle fsync; 3 % noise per run."""
+    value = 10000.0
+    value -= 3.0 * (config["concurrent_writes"] - 48) ** 2
+    value -= 2.0 * (config["concurrent_reads"] - 16) ** 2
+    value += 5.0 * config["memtable_heap_space"]
+    value -= 800.0 if config["trickle_fsync"] else 0.0
+    key = "%s/%s" % (json.dumps(config, sort_keys=True), instance["seed"])
+    noise = random.Random(zlib.crc32(key.encode())).gauss(0, 0.03)
+    return value * (1 + noise)
+
+
+def instances(n=8):
+    return [{"workload": "a", "seed": i} for i in range(n)]
+
+
+def test_friedman_matches_scipy_and_drops_the_worse():
+    matrix = [[10, 9, 3, 2.5], [11, 8, 2, 3], [12, 10, 4, 2], [10.5, 9.5, 1, 2.2], [11.5, 8.5, 2.5, 1.5]]
+    test = racing.friedman(matrix)
+    columns = list(zip(*matrix, strict=True))
+    assert test["statistic"] == pytest.approx(stats.friedmanchisquare(*columns).statistic)
+    assert test["p_value"] < 0.05
+    assert test["best"] == 0 and test["keep"] == [0]  # 1 is always second: significantly worse (Conover)
+    same = racing.friedman([[1, 1, 1]] * 6)
+    assert same["p_value"] == 1.0 and same["keep"] == [0, 1, 2]
+
+
+def test_race_finds_a_better_configuration_within_budget(space):
+    race = racing.Race(space, instances(), budget_evaluations=400, seed=3, initial=[{}], heap_mb=1024, first_test=3)
+    result = race.run(store)
+    assert result["evaluations"] <= 400
+    best = result["best"]["config"]
+    default = space.complete({}, heap_mb=1024)
+    mean_best = sum(store(best, {"seed": 100 + i}) for i in range(20)) / 20
+    mean_default = sum(store(default, {"seed": 100 + i}) for i in range(20)) / 20
+    assert mean_best > 1.05 * mean_default
+    assert best["trickle_fsync"] is False
+    assert len(result["iterations"]) >= 2
+    assert any(item["eliminated"] for item in result["iterations"])
+
+
+def drive(path, elapsed_s=1.5, **options):
+    """Run a race by ask/tell with a new Race object every round, as a playbook does; (result, rounds)."""
+    rounds = 0
+    while True:
+        race = racing.Race(space_of(), instances(), seed=1, **options)
+        pending, result = race.ask(str(path))
+        if not pending:
+            return result, rounds
+        rounds += 1
+        for entry in pending:
+            for instance in entry["instances"]:
+                race.tell(str(path), entry["config"], instance["index"], store(entry["config"], instance), elapsed_s)
+
+
+def space_of():
+    return FeatureSpace(Catalog.for_store("cassandra"), PARAMETERS, ranges=RANGES, hardware_features=())
+
+
+def test_ask_tell_is_the_same_race_and_resumes(space, tmp_path):
+    reference = racing.Race(space, instances(), budget_evaluations=60, seed=1).run(store)
+    path = tmp_path / "race.jsonl"
+    result, rounds = drive(path, budget_evaluations=60)
+    assert result["finished"] and result["best"] == reference["best"]
+    assert result["evaluations"] == reference["evaluations"]
+    assert rounds < reference["evaluations"]  # runs come in groups, not one by one
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0])["schema"] == racing.HISTORY_SCHEMA
+    assert len(lines) == 1 + reference["evaluations"]
+    # Seconds are a budget too: 1.5 s per run recorded, so 300 s allow 200 runs.
+    timed, _rounds = drive(tmp_path / "timed.jsonl", budget_s=300, estimate_s=1.5)
+    assert timed["finished"] and timed["evaluation_s"] <= 300 + 1.5 * 10 and timed["evaluations"] >= 100
+
+
+def test_asking_writes_nothing_and_another_race_is_refused(space, tmp_path):
+    path = tmp_path / "race.jsonl"
+    race = racing.Race(space, instances(), budget_evaluations=30, seed=0)
+    pending, _result = race.ask(str(path))
+    assert pending and not path.exists()
+    entry = pending[0]
+    race.tell(str(path), entry["config"], entry["instances"][0]["index"], 123.0)
+    with pytest.raises(racing.RaceError, match="already has a result"):
+        race.tell(str(path), entry["config"], entry["instances"][0]["index"], 124.0)
+    other = racing.Race(space, instances(), budget_evaluations=30, seed=9)
+    with pytest.raises(racing.RaceError, match="another race.*seed"):
+        other.ask(str(path))
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"instances": []}, "instances"),
+        ({"budget_evaluations": None}, "budget"),
+        ({"budget_evaluations": 0}, "budget_evaluations"),
+        ({"confidence": 1.5}, "confidence"),
+        (
+            {
+                "fixed": {
+                    "concurrent_writes": 8,
+                    "concurrent_reads": 8,
+                    "memtable_heap_space": 64,
+                    "trickle_fsync": False,
+                }
+            },
+            "fixed",
+        ),
+    ],
+)
+def test_bad_input_names_the_field(space, kwargs, field):
+    options = {"instances": instances(), "budget_evaluations": 10}
+    options.update(kwargs)
+    with pytest.raises(racing.RaceError, match=field):
+        racing.Race(space, **options)
