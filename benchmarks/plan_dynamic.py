@@ -189,7 +189,7 @@ class Simulation:
             rows.append(self.row[key])
         return np.asarray(rows)
 
-    def receding(self, predict, lookahead):
+    def receding(self, predict, lookahead, tail_s=0.0, min_gain=0.0):
         """Switches our controller starts, replanning every step with no roll running."""
         executed = []
         current = 0
@@ -200,7 +200,7 @@ class Simulation:
             future = predict(k, lookahead)
             started = time.monotonic()
             line = planner.Timeline(self.rows_for(future), self.roll, STEP_S, restart=self.restart)
-            plan = planner.best_plan(line, current)
+            plan = planner.best_plan(line, current, min_gain=min_gain, tail_s=tail_s)
             plan_times.append(time.monotonic() - started)
             if plan["switches"] and plan["switches"][0][0] == 0:
                 target = plan["switches"][0][2]
@@ -223,6 +223,8 @@ def main():
     parser.add_argument("--lookahead-s", type=float, default=1800.0)
     parser.add_argument("--method", default="markov", choices=["markov", "last_value", "arima"])
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tail-s", type=float, default=0.0, help="value after the lookahead (best_plan tail_s)")
+    parser.add_argument("--min-gain", type=float, default=0.0, help="least predicted gain share of a plan")
     parser.add_argument(
         "--f-ops",
         default="both",
@@ -250,7 +252,7 @@ def main():
     duration = 3600.0 if args.short else 4 * 3600.0
     print(
         "model %s (%d training rows, held-out R^2 %s); cluster %d nodes, %s, T_r %.0f s per batch (roll %.0f s); "
-        "lookahead %d steps of %.0f s; forecast %s"
+        "lookahead %d steps of %.0f s (tail %.0f s, min gain %.3f); forecast %s"
         % (
             os.path.relpath(args.model, ROOT),
             metadata.get("training_points", 0),
@@ -261,6 +263,8 @@ def main():
             roll.duration(),
             lookahead,
             STEP_S,
+            args.tail_s,
+            args.min_gain,
             args.method,
         )
     )
@@ -300,9 +304,9 @@ def main():
             )
             return fc["fields"]["read_ratio"]
 
-        ours, times = sim.receding(predicted, lookahead)
+        ours, times = sim.receding(predicted, lookahead, args.tail_s, args.min_gain)
         plan_times += times
-        oracle_switches, _times = sim.receding(oracle, lookahead)
+        oracle_switches, _times = sim.receding(oracle, lookahead, args.tail_s, args.min_gain)
         value = sim.line.value(ours, 0)
         value_oracle = sim.line.value(oracle_switches, 0)
         best = base["theoretical_best"]

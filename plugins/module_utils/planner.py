@@ -299,10 +299,12 @@ def _normalize(switches, steps, configs):
 
 
 # ------------------------------------------------------------------------------------------------ search
-def best_plan(timeline, start, min_gain=0.0):
+def best_plan(timeline, start, min_gain=0.0, tail_s=0.0):
     """The plan with the most ops over the lookahead among the candidate configurations (dynamic programming:
     V[k, c] = max(stay one step, switch to b and go on from where the roll ends)). A plan whose gain over not
-    switching is below min_gain (a share, e.g. 0.02) is replaced by not switching.
+    switching is below min_gain (a share, e.g. 0.02) is replaced by not switching. tail_s values what each
+    configuration would serve after the lookahead, as if its last step's workload went on that long (0: nothing
+    after the lookahead counts, so a switch whose payback falls beyond it is never planned).
 
     Returns {"switches": [(step, from, to)], "ops", "stay_ops", "gain", "solver", "elapsed_s"}."""
     started = time.monotonic()
@@ -311,9 +313,12 @@ def best_plan(timeline, start, min_gain=0.0):
     if start >= timeline.configs:
         raise PlanError("start: configuration %d is not a candidate (0 to %d)" % (start, timeline.configs - 1))
     min_gain = _number("min_gain", min_gain, minimum=0)
+    tail_s = _number("tail_s", tail_s, minimum=0)
     ops, resume = timeline.switch_ops()
     K, C = timeline.steps, timeline.configs
     value = np.zeros((K + 1, C))
+    if tail_s > 0:
+        value[K] = timeline.step_ops()[K - 1] * (tail_s / timeline.step_s)
     choice = np.zeros((K, C), dtype=int)
     for k in range(K - 1, -1, -1):
         options = ops[k] + value[resume[k], np.arange(C)[None, :]]
@@ -334,14 +339,14 @@ def best_plan(timeline, start, min_gain=0.0):
         else:
             k += 1
     stay_ops = float(timeline.step_ops()[:, start].sum())
-    total = float(value[0, start])
+    # Ops inside the lookahead (the tail only steers the search).
+    total = float(value[0, start]) if tail_s == 0 else timeline.value([(s, b) for s, _a, b in switches], start)
     result = {"switches": switches, "ops": total, "stay_ops": stay_ops, "solver": "exact"}
-    if switches and stay_ops > 0 and (total - stay_ops) / stay_ops < min_gain:
-        result.update(
-            switches=[],
-            ops=stay_ops,
-            rejected_gain=(total - stay_ops) / stay_ops,
-        )
+    # The gain the search maximized (the tail included) decides whether the plan is worth its switches.
+    stay_value = stay_ops + float(value[K, start])
+    objective_gain = (float(value[0, start]) - stay_value) / stay_value if stay_value > 0 else 0.0
+    if switches and objective_gain < min_gain:
+        result.update(switches=[], ops=stay_ops, rejected_gain=objective_gain)
     result["gain"] = result["ops"] - stay_ops
     result["elapsed_s"] = round(time.monotonic() - started, 4)
     return result

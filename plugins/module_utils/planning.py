@@ -147,6 +147,7 @@ def make_plan(
     seed=0,
     tune_generations=8,
     default=None,
+    tail_s=0.0,
 ):
     """The plan body: {"steps", "predicted", "baselines", "candidates", "skipped", "reasons", "timing", ...}.
 
@@ -225,7 +226,7 @@ def make_plan(
     F = throughput.matrix(workloads, candidates)
     restart = _restart_matrix(catalog, candidates)
     line = planner.Timeline(F, roll, step_s=step_s, demand=demand, restart=restart)
-    exact = planner.best_plan(line, 0, min_gain=min_gain)
+    exact = planner.best_plan(line, 0, min_gain=min_gain, tail_s=tail_s)
     result = exact
     if solver == "ga":
         optimum_steps = [optimum_of[tuner.config_key(w)] for w in workloads]
@@ -431,6 +432,7 @@ def run_plan(
     start=None,
     fixed=None,
     tune_generations=8,
+    tail_s=0.0,
 ):
     """Everything the plan module does but writing: the plan document (planfile.build) of mode dynamic (a
     forecast) or static (the best configuration for one workload, one step now)."""
@@ -557,5 +559,6 @@ def run_plan(
         seed=seed,
         tune_generations=tune_generations,
         default=model.space.default_config(hardware or None),
+        tail_s=tail_s,
     )
     return planfile.build(body, store, start, store_version, facts, model_facts, current_full, kind="dynamic")

@@ -100,6 +100,12 @@ options:
     description: Least predicted gain (a share of the ops over the lookahead) a plan with switches needs.
     type: float
     default: 0.0
+  tail:
+    description:
+      - Seconds after the lookahead during which each configuration is valued as if the last forecast step's
+        workload went on; 0 counts nothing after the lookahead (a switch must pay off inside it).
+    type: float
+    default: 0
   seed:
     description: Seed of the searches (same inputs, same plan).
     type: int
@@ -216,6 +222,7 @@ def main():
             quantum=dict(type="float", default=0.05),
             solver=dict(type="str", choices=["exact", "ga"], default="exact"),
             min_gain=dict(type="float", default=0.0),
+            tail=dict(type="float", default=0.0),
             seed=dict(type="int", default=0),
             start=dict(type="float"),
             plan_file=dict(type="path"),
@@ -264,6 +271,7 @@ def main():
             seed=p["seed"],
             start=p["start"],
             fixed=p["fixed"],
+            tail_s=p["tail"],
         )
         summary = planfile.summary(doc)
         result = dict(changed=False, plan=doc, summary=summary, elapsed_s=round(time.monotonic() - started, 3))

@@ -302,3 +302,16 @@ def test_forecast_to_workloads():
     assert planning.workloads_from_forecast({"read_ratio": [1.0]})[1] is None
     with pytest.raises(planning.PlanningError, match="read_ratio"):
         planning.workloads_from_forecast({"fields": {"throughput": [1.0]}})
+
+
+def test_a_tail_after_the_lookahead_lets_a_late_switch_pay_off():
+    # The write phase starts near the end of the lookahead: without a tail the roll's payback falls outside it.
+    F = np.array([[100.0, 60.0]] * 10 + [[60.0, 100.0]] * 2)
+    line = Timeline(F, Roll(nodes=3, batch=1, restart_s=30), step_s=30)
+    assert planner.best_plan(line, 0)["switches"] == []
+    late = planner.best_plan(line, 0, tail_s=1800)
+    assert [s for s, _a, _b in late["switches"]] and late["ops"] == pytest.approx(
+        line.value([(s, b) for s, _a, b in late["switches"]], 0)
+    )
+    with pytest.raises(PlanError, match="tail_s"):
+        planner.best_plan(line, 0, tail_s=-1)
