@@ -228,8 +228,8 @@ def make_plan(
     line = planner.Timeline(F, roll, step_s=step_s, demand=demand, restart=restart)
     exact = planner.best_plan(line, 0, min_gain=min_gain, tail_s=tail_s)
     result = exact
+    optimum_steps = [optimum_of[tuner.config_key(w)] for w in workloads]
     if solver == "ga":
-        optimum_steps = [optimum_of[tuner.config_key(w)] for w in workloads]
         result = planner.ga_plan(
             line,
             0,
@@ -237,7 +237,6 @@ def make_plan(
             seed=seed,
         )
     timings["search_s"] = round(time.monotonic() - t, 4)
-    optimum_steps = [optimum_of[tuner.config_key(w)] for w in workloads]
     base = planner.baselines(line, 1, static_index, optimum_steps)
     base["in_place"] = result["stay_ops"]
     sim = planner.simulate(line, result["switches"], 0)
@@ -288,7 +287,7 @@ def make_plan(
                 "configuration": changes(catalog, candidates[a], candidates[b]),
                 "full_configuration": candidates[b],
                 "restart": bool(restart[a, b]),
-                "roll_s": roll.duration(bool(restart[a, b])),
+                "roll_s": line.layout_of(a, b)[1],
                 "workload": workloads[s],
                 "predicted": {
                     "ops_per_s_before": round(before, 1),
@@ -312,7 +311,7 @@ def make_plan(
         end = k + 1
         while end < line.steps and optimum_steps[end] == target:
             end += 1
-        busy = any(s < k < s + math.ceil(roll.duration(bool(restart[a, b])) / step_s) for s, a, b in result["switches"])
+        busy = any(s < k < s + math.ceil(line.layout_of(a, b)[1] / step_s) for s, a, b in result["switches"])
         if busy:
             why = "a roll is still running"
         else:

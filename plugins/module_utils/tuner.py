@@ -260,10 +260,12 @@ def tune(
     def score_configs(configs):
         """Weighted predicted ops/s of each configuration, -1 for an infeasible one (cached by configuration)."""
         fresh = []
+        fresh_keys = set()
         for config in configs:
             key = config_key(config)
-            if key in cache or any(config_key(c) == key for c in fresh):
+            if key in cache or key in fresh_keys:
                 continue
+            fresh_keys.add(key)
             fresh.append(config)
         if fresh:
             ok = []
