@@ -44,17 +44,12 @@ import csv
 import math
 import os
 import random
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COLLECTIONS = os.path.join(ROOT, ".collections")
-_LINK = os.path.join(COLLECTIONS, "ansible_collections", "tactician", "nosql")
-if not os.path.exists(_LINK):  # scripts/bootstrap.sh makes this link; a fresh clone without it still runs
-    os.makedirs(os.path.dirname(_LINK), exist_ok=True)
-    os.symlink(os.path.join("..", "..", ".."), _LINK)
-sys.path.insert(0, COLLECTIONS)
+from _common import use_collection
+
+use_collection()
 
 from ansible_collections.tactician.nosql.plugins.module_utils import forecast, schedules  # noqa: E402
 

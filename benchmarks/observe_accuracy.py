@@ -19,8 +19,9 @@ import sys
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, ".collections"))
+from _common import ROOT, use_collection
+
+use_collection()
 
 import yaml  # noqa: E402
 

@@ -20,8 +20,9 @@ import statistics
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, ".collections"))
+from _common import ROOT, use_collection
+
+use_collection()
 
 from ansible_collections.tactician.nosql.plugins.module_utils import (  # noqa: E402
     calibrate,

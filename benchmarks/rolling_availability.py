@@ -23,9 +23,9 @@ import sys
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, ".collections"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from _common import ROOT, use_collection
+
+use_collection(integration=True)
 
 import yaml  # noqa: E402
 from ansible_run import run_playbook  # noqa: E402

@@ -27,9 +27,9 @@ import statistics
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, ".collections"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from _common import ROOT, use_collection
+
+use_collection(integration=True)
 
 from ansible_run import run_playbook  # noqa: E402
 

@@ -1,13 +1,34 @@
 # Copyright: Tactician maintainers
 # Apache License 2.0 (see LICENSE)
-"""Loads the store's parameter catalog on the controller for module plan (the search honours its types, ranges
-and memory budget)."""
+"""Loads, on the controller, what module plan needs from the collection's data: the store's parameter catalog (the
+search honours its types, ranges and memory budget) and, for mode heterogeneous, the VM catalog (O(vm_catalog) or
+the collection's sample, catalog/vms/aws-us-east-1.yml) unless O(vms) is given."""
 
 from __future__ import annotations
 
+import os
+
 from ansible_collections.tactician.nosql.plugins.action.reconfigure_node import CatalogAction
+from ansible_collections.tactician.nosql.plugins.module_utils import hetero
+from ansible_collections.tactician.nosql.plugins.module_utils.catalog import catalog_dir
+
+DEFAULT_VM_CATALOG = "aws-us-east-1.yml"
 
 
 class ActionModule(CatalogAction):
     module = "tactician.nosql.plan"
     version_arg = "store_version"
+
+    def wants_catalog(self, args):
+        return args.get("mode", "dynamic") != "tactic"
+
+    def run(self, tmp=None, task_vars=None):
+        args = self._task.args
+        if args.get("mode") == "heterogeneous" and not args.get("vms"):
+            path = args.get("vm_catalog") or os.path.join(catalog_dir(), "vms", DEFAULT_VM_CATALOG)
+            try:
+                vms = hetero.load_vms(path)
+            except hetero.HeteroError as exc:
+                return dict(failed=True, msg=str(exc))
+            self._task.args = dict(args, vms=vms, vm_catalog=path)
+        return super().run(tmp, task_vars)

@@ -132,6 +132,39 @@ def keyspace_replication(session, name):
     return dict(replication=dict(row.replication), durable_writes=bool(row.durable_writes))
 
 
+def token_ring(session):
+    """{address: [token, ...]} of every node, as the answering node knows the ring (system.local and
+    system.peers_v2), and {address: data center}."""
+    tokens, centers = {}, {}
+    local = session.execute("SELECT broadcast_address, listen_address, data_center, tokens FROM system.local").one()
+    address = str(local.broadcast_address or local.listen_address)
+    tokens[address] = sorted(int(t) for t in (local.tokens or ()))
+    centers[address] = local.data_center
+    for row in session.execute("SELECT peer, data_center, tokens FROM system.peers_v2"):
+        tokens[str(row.peer)] = sorted(int(t) for t in (row.tokens or ()))
+        centers[str(row.peer)] = row.data_center
+    return tokens, centers
+
+
+def replication_factor(replication, data_center=None):
+    """One data centre's replication factor from a keyspace's replication map (SimpleStrategy: its factor)."""
+    klass = str(replication.get("class", "")).rsplit(".", 1)[-1]
+    if klass == "SimpleStrategy":
+        return int(replication["replication_factor"])
+    centers = {k: int(v) for k, v in replication.items() if k != "class"}
+    if data_center is None:
+        if len(centers) != 1:
+            raise CassandraError(
+                "data_center: the keyspace is replicated to %s; name the one to plan for" % ", ".join(sorted(centers))
+            )
+        data_center = next(iter(centers))
+    if data_center not in centers:
+        raise CassandraError(
+            "data_center: %r holds no replica; choose one of %s" % (data_center, ", ".join(sorted(centers)))
+        )
+    return centers[data_center]
+
+
 REPLICATION_CLASSES = ["SimpleStrategy", "NetworkTopologyStrategy"]
 _NAME = re.compile(r"^[A-Za-z0-9_]{1,48}$")
 

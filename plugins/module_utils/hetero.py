@@ -198,6 +198,8 @@ def load_vms(path):
             data = yaml.safe_load(handle)
     except OSError as exc:
         raise HeteroError("vm_catalog: cannot read %s: %s" % (path, exc)) from None
+    except yaml.YAMLError as exc:
+        raise HeteroError("vm_catalog: %s is not YAML: %s" % (path, exc)) from None
     return check_vms(data, os.path.basename(path))
 
 

@@ -48,19 +48,29 @@ _OPTIONAL_NUMBER = {"type": ["number", "null"]}
 
 STEP_SCHEMA = {
     "type": "object",
-    "required": ["at", "offset_s", "configuration", "predicted", "reason"],
+    "required": ["at", "offset_s", "configuration", "reason"],
     "properties": {
         "at": {"type": "string"},
         "offset_s": {"type": "number", "minimum": 0},
         "step": {"type": "integer", "minimum": 0},
-        "configuration": {"type": "object", "minProperties": 1},
+        "configuration": {"type": "object"},
         "full_configuration": {"type": "object"},
         "restart": {"type": "boolean"},
         "roll_s": {"type": "number", "minimum": 0},
         "workload": {"type": "object"},
         "candidate": {"type": "integer", "minimum": 0},
         "from_candidate": {"type": "integer", "minimum": 0},
-        "nodes": {"type": "array"},
+        "nodes": {"type": "array", "items": {"type": "string"}},
+        "set": {"type": "integer", "minimum": 0},
+        "batch": {"type": "integer", "minimum": 0},
+        "vm_type": {
+            "type": "object",
+            "required": ["from", "to"],
+            "properties": {"from": {"type": ["string", "null"]}, "to": {"type": "string"}},
+            "additionalProperties": False,
+        },
+        "tactic_probability": {"type": "number", "minimum": 0, "maximum": 1},
+        "triggers": {"type": "array", "items": {"type": "string"}},
         "predicted": {
             "type": "object",
             "required": ["ops_per_s_before", "ops_per_s_after", "cost_ops", "break_even_s"],
@@ -98,6 +108,7 @@ PLAN_SCHEMA = {
         "steps": {"type": "array", "items": STEP_SCHEMA},
         "skipped": {"type": "array"},
         "candidates": {"type": "array"},
+        "sets": {"type": "array"},
         "static_optimized": {"type": "object"},
         "fixed": {"type": "object"},
         "predicted": {"type": "object", "required": ["ops"]},
@@ -143,6 +154,13 @@ def validate(doc):
         check_no_secrets(doc, "plan")
     except SecretError as exc:
         raise PlanFileError(str(exc).replace("the history never stores", "a plan file never holds")) from None
+    for index, step in enumerate(doc["steps"]):
+        if not (step["configuration"] or step.get("vm_type") or step.get("tactic")):
+            raise PlanFileError(
+                "steps[%d].configuration: empty; a step changes configuration, vm_type or tactic" % index
+            )
+        if not step.get("tactic") and "predicted" not in step:
+            raise PlanFileError("steps[%d].predicted: required (what the switch is predicted to give)" % index)
     offsets = [step["offset_s"] for step in doc["steps"]]
     if offsets != sorted(offsets):
         raise PlanFileError("steps: the switches must be in time order (offset_s %s)" % offsets)
@@ -204,6 +222,8 @@ def build(
         "solver": body.get("solver", ""),
         "approval": {"approved": False, "by": None, "at": None},
     }
+    if body.get("sets"):
+        doc["sets"] = body["sets"]
     return validate(_plain(doc))
 
 
@@ -250,6 +270,55 @@ def summary(doc):
     predicted = doc.get("predicted", {})
     base = doc.get("baselines", {})
     look = doc.get("lookahead", {})
+    if doc.get("kind") == "tactic":
+        step = (doc.get("steps") or [{}])[0]
+        lines.append(
+            "tactic plan for %s: %s" % (doc.get("store"), step.get("tactic") or predicted.get("tactic") or "none")
+        )
+        if step:
+            lines.append("     %s" % step["reason"])
+        lines.extend("  " + reason for reason in doc.get("reasons", []))
+        return lines
+    if doc.get("kind") == "heterogeneous":
+        lines.append(
+            "heterogeneous plan for %s: %d complete-set change(s); predicted %s ops/s at %.3f $/h (%s ops/s per $/h, "
+            "%+.1f %% over the assignment in place: %s ops/s at %.3f $/h)"
+            % (
+                doc.get("store"),
+                len(doc.get("steps", [])),
+                "{:,.0f}".format(predicted.get("ops_per_s", 0)),
+                predicted.get("cost_per_h", 0),
+                "{:,.0f}".format(predicted.get("perf_per_dollar", 0)),
+                100.0 * (predicted.get("gain_share") or 0.0),
+                "{:,.0f}".format(predicted.get("in_place_ops_per_s", 0)),
+                predicted.get("in_place_cost_per_h", 0),
+            )
+        )
+        for index, step in enumerate(doc.get("steps", [])):
+            change = []
+            if step.get("vm_type"):
+                change.append("VM type %s -> %s" % (step["vm_type"]["from"], step["vm_type"]["to"]))
+            change.extend("%s=%s" % (k, v) for k, v in sorted(step["configuration"].items()))
+            lines.append(
+                "  %d. batch %d at +%s s, set %d (%s): %s"
+                % (
+                    index + 1,
+                    step["batch"],
+                    int(step["offset_s"]),
+                    step["set"],
+                    ", ".join(step["nodes"]),
+                    "; ".join(change),
+                )
+            )
+            lines.append("     %s" % step["reason"])
+        homogeneous = base.get("best_homogeneous")
+        if homogeneous:
+            lines.append(
+                "  best homogeneous cluster: %s everywhere, %s ops/s per $/h"
+                % (homogeneous["vm_type"], "{:,.0f}".format(homogeneous["perf_per_dollar"]))
+            )
+        lines.extend("  " + reason for reason in doc.get("reasons", []))
+        return lines
     if doc.get("kind") == "static":
         lines.append(
             "static plan for %s: %d switch(es), predicted %s ops/s (%+.1f %% over the configuration in place)"

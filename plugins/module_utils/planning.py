@@ -31,6 +31,7 @@ DEFAULT_QUANTUM = 0.05
 MAX_PAIR_PHASES = 16
 """Phase pairs are tried as compromise candidates only when the forecast has at most this many phases."""
 SHARES = ("read", "update", "insert", "scan", "rmw")
+MODES = ("dynamic", "static", "heterogeneous", "tactic")
 
 
 class PlanningError(ValueError):
@@ -432,15 +433,43 @@ def run_plan(
     fixed=None,
     tune_generations=8,
     tail_s=0.0,
+    hetero=None,
+    tactic=None,
+    check_mode=False,
 ):
     """Everything the plan module does but writing: the plan document (planfile.build) of mode dynamic (a
-    forecast) or static (the best configuration for one workload, one step now)."""
-    from ansible_collections.tactician.nosql.plugins.module_utils import modelstore, planfile, rolling
+    forecast), static (the best configuration for one workload, one step now), heterogeneous (VM type and
+    configuration per complete-set; hetero = {vms, budget_per_h, min_ops, horizon_s, vm_scaling, min_gain}) or
+    tactic (the tactic advisor on one sample; tactic = {sample, state_file, outcome, saturation,
+    oscillation_window_s, oscillation_penalty})."""
+    from ansible_collections.tactician.nosql.plugins.module_utils import modelstore, planfile, planmodes, rolling
     from ansible_collections.tactician.nosql.plugins.module_utils import surrogate as sg
     from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog, CatalogError
 
-    if mode not in ("dynamic", "static"):
-        raise PlanningError("mode: %r is not allowed; choose dynamic or static" % (mode,))
+    if mode not in MODES:
+        raise PlanningError("mode: %r is not allowed; choose one of %s" % (mode, ", ".join(MODES)))
+    start = time.time() if start is None else float(start)
+    if mode == "tactic":
+        options = dict(tactic or {})
+        if not isinstance(options.get("sample"), dict):
+            raise PlanningError("sample: mode tactic needs the monitoring sample (features of the advisor)")
+        try:
+            body, _learned = planmodes.tactic_plan(
+                options["sample"],
+                state_file=options.get("state_file"),
+                outcome=options.get("outcome"),
+                check_mode=check_mode,
+                now=start,
+                saturation=options.get("saturation", 90.0),
+                oscillation_window_s=options.get("oscillation_window_s", 3600.0),
+                oscillation_penalty=options.get("oscillation_penalty", 0.5),
+                seed=seed,
+            )
+        except planmodes.ModeError as exc:
+            raise PlanningError(str(exc)) from None
+        facts = {k: v for k, v in dict(cluster or {}).items() if k in ("name", "nodes", "rf", "cl")}
+        facts["cl"] = str(facts.get("cl", "ONE")).upper()
+        return planfile.build(body, store, start, store_version, facts, {}, current or {}, kind="tactic")
     try:
         catalog = Catalog(catalog_data) if isinstance(catalog_data, dict) else catalog_data
     except CatalogError as exc:
@@ -451,6 +480,23 @@ def run_plan(
     model = sg.Surrogate.from_dict(data, catalog=catalog)
     # The profile's unknown numbers (None) take the model's defaults, as when it was fitted.
     hardware = {k: v for k, v in (metadata.get("hardware_profile") or {}).items() if v is not None}
+    if mode == "heterogeneous":
+        return _hetero(
+            catalog,
+            model,
+            metadata,
+            hardware,
+            workload,
+            current,
+            cluster,
+            store,
+            store_version,
+            start,
+            fixed,
+            seed,
+            hetero or {},
+            model_file,
+        )
     roll, facts = _cluster_roll(cluster, rolling)
     cluster_model = None
     if cluster_model_file:
@@ -469,14 +515,7 @@ def run_plan(
     except sg.SurrogateError:
         heap_mb = memory_mb = None
     feasible = sg.feasible_by_catalog(catalog, memory_mb=memory_mb, heap_mb=heap_mb or None)
-    start = time.time() if start is None else float(start)
-    model_facts = {
-        "file": str(model_file),
-        "hardware_profile": (metadata.get("hardware_profile") or {}).get("name"),
-        "training_data_sha256": metadata.get("training_data_sha256"),
-        "training_points": metadata.get("training_points"),
-        "metrics": metadata.get("metrics", {}),
-    }
+    model_facts = _model_facts(model_file, metadata)
     try:
         current_full = model.space.complete(current or {})
     except sg.SurrogateError as exc:
@@ -561,3 +600,100 @@ def run_plan(
         tail_s=tail_s,
     )
     return planfile.build(body, store, start, store_version, facts, model_facts, current_full, kind="dynamic")
+
+
+def _model_facts(model_file, metadata):
+    return {
+        "file": str(model_file),
+        "hardware_profile": (metadata.get("hardware_profile") or {}).get("name"),
+        "training_data_sha256": metadata.get("training_data_sha256"),
+        "training_points": metadata.get("training_points"),
+        "metrics": metadata.get("metrics", {}),
+    }
+
+
+def _hetero(
+    catalog,
+    model,
+    metadata,
+    hardware,
+    workload,
+    current,
+    cluster,
+    store,
+    store_version,
+    start,
+    fixed,
+    seed,
+    options,
+    model_file,
+):
+    """The plan document of mode heterogeneous."""
+    from ansible_collections.tactician.nosql.plugins.module_utils import hetero, planfile, planmodes, rolling
+    from ansible_collections.tactician.nosql.plugins.module_utils import surrogate as sg
+
+    if not workload:
+        raise PlanningError("workload: mode heterogeneous needs the workload to plan for")
+    vms = options.get("vms")
+    try:
+        vms = hetero.check_vms(vms, "vms")
+        sets, hosts = planmodes.cluster_sets(cluster, store)
+    except (hetero.HeteroError, planmodes.ModeError) as exc:
+        raise PlanningError(str(exc)) from None
+    cluster = dict(cluster or {})
+    cl = str(cluster.get("cl", "ONE")).upper()
+    try:
+        rule = rolling.batch_rule(
+            len(sets),
+            cl,
+            hosts,
+            sets=len(sets),
+            nodes_per_set=max(len(s) for s in sets),
+            aggressive=bool(cluster.get("aggressive", False)),
+        )
+    except rolling.RollingError as exc:
+        raise PlanningError("cluster.%s" % exc) from None
+    try:
+        current_full = model.space.complete(current or {}, hardware or None)
+    except sg.SurrogateError as exc:
+        raise PlanningError("current.%s" % str(exc).split(".", 1)[-1]) from None
+    # Parameters whose change rewrites the data stay as they are (as in the dynamic plan).
+    kept = {n: current_full[n] for n in model.space.parameters if catalog.apply_kind(n) == "table"}
+    kept.update(fixed or {})
+    try:
+        body = planmodes.hetero_plan(
+            model,
+            catalog,
+            hardware,
+            workload,
+            vms,
+            cluster,
+            current_full,
+            model.space.default_config(hardware or None),
+            rule["batch_sets"] or 1,
+            store=store,
+            budget_per_h=options.get("budget_per_h"),
+            min_ops=options.get("min_ops") or 0.0,
+            horizon_s=options.get("horizon_s", 3600.0),
+            vm_scaling=options.get("vm_scaling", "vcpu"),
+            min_gain=options.get("min_gain", 0.0),
+            fixed=kept or None,
+            seed=seed,
+        )
+    except planmodes.ModeError as exc:
+        raise PlanningError(str(exc)) from None
+    facts = {
+        "nodes": len(hosts),
+        "hosts": hosts,
+        "rf": cluster.get("rf", len(sets)),
+        "cl": rule["cl"],
+        "complete_sets": len(sets),
+        "batch_sets": rule["batch_sets"] or 1,
+        "rule": rule["rule"],
+        "available": rule["available"],
+    }
+    if cluster.get("name"):
+        facts["name"] = cluster["name"]
+    return planfile.build(
+        body, store, start, store_version, facts, _model_facts(model_file, metadata), current_full, kind="heterogeneous"
+    )

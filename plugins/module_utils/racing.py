@@ -357,7 +357,11 @@ class Race:
             count = int(share // (self.first_test + min(5, iteration)))
             wanted = max(0, count - len(elites))
             if iteration > 1 and wanted < 1:
-                break
+                # A small budget leaves no room for irace's share: race one new configuration sampled around the
+                # elites while the rest of the budget can take it to its first test, instead of leaving it unused.
+                if remaining < self.first_test:
+                    break
+                wanted = 1
             if iteration == 1:
                 wanted = max(wanted, min(len(self.initial) + 2, self.min_survivors + 2))
             fresh = self._sample(rng, j, wanted, elites, known)
@@ -375,7 +379,11 @@ class Race:
                 configs[record["key"]] = record
                 alive.append(record)
             raced = len(alive)
-            race_budget = state["used"] + max(len(alive), share)
+            # A race runs at least until its first statistical test (first_test instances each; elites keep theirs).
+            to_first_test = sum(
+                max(0, self.first_test - sum(1 for value in r["results"].values() if value is not None)) for r in alive
+            )
+            race_budget = state["used"] + max(len(alive), to_first_test, share)
             eliminated = []
             done = 0
             while True:

@@ -18,6 +18,17 @@ description:
   - O(mode=static) finds the best configuration for one O(workload) (surrogate + genetic algorithm over the
     parameter catalog, honouring types, ranges and the node's memory budget) and plans one switch to it when it is
     predicted better than the configuration in place.
+  - O(mode=heterogeneous) (OptimusCloud, seed 002) gives each complete-set of the cluster (O(cluster) C(sets), or
+    C(tokens) with C(rf) from M(tactician.nosql.cassandra_ring_info), or Redis C(shards)) one VM type of O(vms) and
+    one configuration, maximizing predicted ops/s per $/h under O(budget) and O(min_ops); sets whose change does
+    not pay off keep what they have; the changed sets roll at most count(sets) - CL at a time, one plan step per
+    set (its nodes, VM type change and settings). A VM type change is made with the cloud's own tooling;
+    C(rolling_reconfigure.yml) applies the settings.
+  - O(mode=tactic) (PaSTA, seed 000) asks the tactic advisor (an adaptive Hoeffding tree) which tactic the
+    monitoring O(sample) calls for - add or drop an index, add a shard, node or replica, resize caches, change
+    compaction, or none - only when an SLA is breached or a resource saturated, with a cost against undoing a recent
+    tactic. O(advisor_state) keeps what it learned (bootstrapped from the knowledge base when empty); O(outcome)
+    teaches it the observed effect of the last tactic first. The tactic roles apply a tactic plan's step.
   - The plan file (YAML, schema C(tactician.plan/v1)) is what C(playbooks/rolling_reconfigure.yml) applies with
     C(tactician_plan_file); a person can read and approve it. Check mode computes and shows the plan and writes
     nothing; O(plan_file) is left unchanged when the new plan decides the same as the one in it.
@@ -26,14 +37,14 @@ author:
   - Tactician maintainers (@tactician)
 options:
   mode:
-    description: Dynamic plan over a forecast, or the static optimum of one workload.
+    description: Dynamic plan over a forecast, the static optimum of one workload, VM types and configurations per
+      complete-set, or the tactic a monitoring sample calls for.
     type: str
-    choices: [dynamic, static]
+    choices: [dynamic, static, heterogeneous, tactic]
     default: dynamic
   model_file:
-    description: Throughput surrogate (M(tactician.nosql.model) kind surrogate).
+    description: Throughput surrogate (M(tactician.nosql.model) kind surrogate); required but in O(mode=tactic).
     type: path
-    required: true
   cluster_model_file:
     description: Cluster model; without it the cluster's ops/s is the node count times one node's.
     type: path
@@ -62,11 +73,12 @@ options:
     type: int
     default: 0
   horizon:
-    description: Seconds of O(schedule_file) to plan over.
+    description: Seconds of O(schedule_file) to plan over; in O(mode=heterogeneous), how long the assignment is kept.
     type: float
     default: 1800
   workload:
-    description: The workload of O(mode=static) (mix, requestdistribution, records, record_bytes, threads).
+    description: The workload of O(mode=static) and O(mode=heterogeneous) (mix, requestdistribution, records,
+      record_bytes, threads).
     type: dict
   workload_base:
     description: Workload keys the forecast does not give (requestdistribution, records, record_bytes, threads).
@@ -81,7 +93,9 @@ options:
     description:
       - The cluster - C(nodes) (a count or the list of hosts), C(rf), C(cl), C(restart_s) (T_r, seconds a batch
         is offline, as C(rolling_reconfigure.yml) reports it), C(live_s) (a change of live parameters only),
-        C(sets) (complete-sets), C(aggressive), C(name).
+        C(sets) (complete-sets - their count, or in O(mode=heterogeneous) the lists of their hosts), C(tokens)
+        (node to tokens, with C(rf)), C(shards) (Redis, C(master) and C(replicas) each), C(vm_type) or
+        C(vm_types) (host to VM type, for O(mode=heterogeneous)), C(aggressive), C(name).
     type: dict
   step:
     description: Decision step T_d in seconds.
@@ -97,7 +111,9 @@ options:
     choices: [exact, ga]
     default: exact
   min_gain:
-    description: Least predicted gain (a share of the ops over the lookahead) a plan with switches needs.
+    description:
+      - Least predicted gain a plan with switches needs - a share of the ops over the lookahead, or in
+        O(mode=heterogeneous) of the perf/$ (a set's change that gains less is not made).
     type: float
     default: 0.0
   tail:
@@ -113,6 +129,58 @@ options:
   start:
     description: Epoch seconds the lookahead starts at; default now.
     type: float
+  vms:
+    description:
+      - VM types for O(mode=heterogeneous) (name, vcpu, ram_gb, disk_ssd, price_per_h); filled in by the action
+        plugin from O(vm_catalog) when not given.
+    type: list
+    elements: dict
+  vm_catalog:
+    description: VM catalog file (YAML, key C(vms)); default the collection's sample C(catalog/vms/aws-us-east-1.yml).
+    type: path
+  budget:
+    description: Most the cluster may cost, in the VM catalog's price unit per hour (O(mode=heterogeneous)).
+    type: float
+  min_ops:
+    description: Least predicted cluster ops/s an assignment must reach (O(mode=heterogeneous)).
+    type: float
+    default: 0
+  vm_scaling:
+    description:
+      - How a node's ops/s on a VM type is predicted. C(vcpu) predicts on the machine the surrogate was trained on
+        and scales by vCPUs (for a model trained on one machine type); C(model) gives the surrogate the VM's
+        hardware features (for a model trained on several).
+    type: str
+    choices: [vcpu, model]
+    default: vcpu
+  sample:
+    description:
+      - Monitoring features for O(mode=tactic) (cpu, memory, disk, network in percent; read_share, write_share,
+        scan_share; throughput; p999_ms with sla_p999_ms and sla_min_throughput; hit_ratio;
+        unindexed_query_share; indexes; index_write_share; nodes; replicas; data_gb; change_in_progress;
+        since_change_s). Unknown keys are refused by name.
+    type: dict
+  advisor_state:
+    description: JSON-lines file of what the tactic advisor learned (replayed on load, appended to; not in check mode).
+    type: path
+  outcome:
+    description:
+      - The observed effect of the tactic last applied, learned before deciding - C(sample) (the features it was
+        chosen for), C(tactic), C(improved) (true when the KPI that triggered it recovered), C(at) (epoch seconds it
+        was applied; given, the same outcome passed again is not learned twice).
+    type: dict
+  saturation:
+    description: Percent of CPU, memory, disk or network at which O(mode=tactic) is triggered.
+    type: float
+    default: 90
+  oscillation_window:
+    description: Seconds during which undoing a tactic (dropping an index just added) carries O(oscillation_penalty).
+    type: float
+    default: 3600
+  oscillation_penalty:
+    description: Taken off the probability of a tactic that undoes a recent one (1 forbids it inside the window).
+    type: float
+    default: 0.5
   plan_file:
     description: Where to write the plan (YAML); not written in check mode.
     type: path
@@ -155,6 +223,28 @@ EXAMPLES = r"""
     workload: {mix: {read: 0.5, update: 0.5}, requestdistribution: zipfian, records: 20000, threads: 32}
     fixed: {compaction: SizeTieredCompactionStrategy}
     plan_file: plans/static-a.yml
+
+- name: VM types and configurations per complete-set, at most 3 $/h and 40,000 ops/s at least
+  tactician.nosql.plan:
+    mode: heterogeneous
+    model_file: .lab/bench/models/cassandra-surrogate.json
+    workload: {mix: {read: 0.95, update: 0.05}, requestdistribution: zipfian, records: 20000, threads: 32}
+    cluster:
+      nodes: "{{ ring.nodes }}"
+      rf: "{{ ring.rf }}"
+      cl: ONE
+      sets: "{{ ring.complete_sets }}"
+      vm_type: m5.xlarge
+    budget: 3.0
+    min_ops: 40000
+    plan_file: plans/hetero.yml
+
+- name: Which tactic the last monitoring window calls for
+  tactician.nosql.plan:
+    mode: tactic
+    sample: {cpu: 96, read_share: 0.9, write_share: 0.1, hit_ratio: 0.95, p999_ms: 22, sla_p999_ms: 10}
+    advisor_state: "{{ tactician_lab_dir }}/advisor.jsonl"
+    plan_file: plans/tactic.yml
 """
 
 RETURN = r"""
@@ -203,8 +293,8 @@ def _decisions(doc):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            mode=dict(type="str", choices=["dynamic", "static"], default="dynamic"),
-            model_file=dict(type="path", required=True),
+            mode=dict(type="str", choices=list(planning.MODES), default="dynamic"),
+            model_file=dict(type="path"),
             cluster_model_file=dict(type="path"),
             store=dict(type="str", choices=["cassandra", "redis", "mongodb"], default="cassandra"),
             store_version=dict(type="str"),
@@ -227,15 +317,31 @@ def main():
             start=dict(type="float"),
             plan_file=dict(type="path"),
             catalog=dict(type="dict"),
+            vms=dict(type="list", elements="dict"),
+            vm_catalog=dict(type="path"),
+            budget=dict(type="float"),
+            min_ops=dict(type="float", default=0.0),
+            vm_scaling=dict(type="str", choices=["vcpu", "model"], default="vcpu"),
+            sample=dict(type="dict"),
+            advisor_state=dict(type="path"),
+            outcome=dict(type="dict"),
+            saturation=dict(type="float", default=90.0),
+            oscillation_window=dict(type="float", default=3600.0),
+            oscillation_penalty=dict(type="float", default=0.5),
         ),
         mutually_exclusive=[["forecast", "schedule_file"]],
-        required_if=[["mode", "static", ["workload"]]],
+        required_if=[
+            ["mode", "static", ["workload", "model_file"]],
+            ["mode", "dynamic", ["model_file"]],
+            ["mode", "heterogeneous", ["workload", "model_file", "cluster"]],
+            ["mode", "tactic", ["sample"]],
+        ],
         supports_check_mode=True,
     )
     p = module.params
     if p["step"] <= 0:
         module.fail_json(msg="step: %r is not allowed; choose seconds > 0" % p["step"])
-    if not p["catalog"]:
+    if not p["catalog"] and p["mode"] != "tactic":
         module.fail_json(msg="catalog: missing; run the module through its action plugin (tactician.nosql.plan)")
     started = time.monotonic()
     try:
@@ -272,9 +378,32 @@ def main():
             start=p["start"],
             fixed=p["fixed"],
             tail_s=p["tail"],
+            hetero=dict(
+                vms=p["vms"],
+                budget_per_h=p["budget"],
+                min_ops=p["min_ops"],
+                horizon_s=p["horizon"],
+                vm_scaling=p["vm_scaling"],
+                min_gain=p["min_gain"],
+            ),
+            tactic=dict(
+                sample=p["sample"],
+                state_file=p["advisor_state"],
+                outcome=p["outcome"],
+                saturation=p["saturation"],
+                oscillation_window_s=p["oscillation_window"],
+                oscillation_penalty=p["oscillation_penalty"],
+            ),
+            check_mode=module.check_mode,
         )
         summary = planfile.summary(doc)
-        result = dict(changed=False, plan=doc, summary=summary, elapsed_s=round(time.monotonic() - started, 3))
+        learned = doc.get("timing", {}).get("learned_now", 0) if p["mode"] == "tactic" else 0
+        result = dict(
+            changed=bool(learned and p["advisor_state"]),
+            plan=doc,
+            summary=summary,
+            elapsed_s=round(time.monotonic() - started, 3),
+        )
         if p["plan_file"]:
             result["plan_file"] = p["plan_file"]
             old = None

@@ -15,6 +15,9 @@ description:
     drives it - O(action=ask) returns the runs the race needs before its next decision, grouped by configuration
     (so a node restarts once per configuration), O(action=tell) records their results, O(action=result) reports
     the elites. C(playbooks/tune.yml) loops ask, evaluate (cold - the data destroyed and loaded again) and tell.
+  - O(action=irace) runs the same scenario (parameters, ranges, instances, budget, first_test, each_test, seed, the
+    default seeded in) on the original irace (the R package; Debian r-cran-irace) - each evaluation through
+    O(evaluate_command), which records its result in the same trial history - and returns irace's elites.
 version_added: 0.1.0
 author:
   - Tactician maintainers (@tactician)
@@ -22,8 +25,18 @@ options:
   action:
     description: What to do.
     type: str
-    choices: [ask, tell, result]
+    choices: [ask, tell, result, irace]
     required: true
+  evaluate_command:
+    description:
+      - O(action=irace) - the command (argument list) that evaluates one configuration on one instance - it gets
+        the path of a request file (JSON - C(config), C(index), C(instance)) in place of C({request}), or as its
+        last argument, and appends the result to O(history) (as O(action=tell) does).
+    type: list
+    elements: str
+  irace_dir:
+    description: O(action=irace) - directory of irace's scenario, state and log; default O(history) with C(.irace).
+    type: path
   history:
     description: The trial history file (created by the first O(action=ask)).
     type: path
@@ -154,19 +167,23 @@ result:
   description:
     - The race so far - best, elites (id, config, instances, mean), evaluations, iterations, and default_config
       (the default of the raced parameters); while it runs, the leader (most runs, then best mean).
+    - O(action=irace) - irace's elites (id, config) best first, best (with its mean and instances from the
+      history), evaluations, configurations, irace_version, log (irace's output file).
   returned: always
   type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import racing
+from ansible_collections.tactician.nosql.plugins.module_utils import irace, racing
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            action=dict(type="str", choices=["ask", "tell", "result"], required=True),
+            action=dict(type="str", choices=["ask", "tell", "result", "irace"], required=True),
+            evaluate_command=dict(type="list", elements="str"),
+            irace_dir=dict(type="path"),
             history=dict(type="path", required=True),
             store=dict(type="str", choices=["cassandra", "redis", "mongodb"], default="cassandra"),
             store_version=dict(type="str"),
@@ -190,7 +207,7 @@ def main():
             catalog=dict(type="dict"),
         ),
         required_one_of=[["budget_evaluations", "budget_s"], ["instances", "workloads"]],
-        required_if=[["action", "tell", ["results"]]],
+        required_if=[["action", "tell", ["results"]], ["action", "irace", ["evaluate_command"]]],
         supports_check_mode=True,
     )
     p = module.params
@@ -240,12 +257,26 @@ def main():
                     )
             pending, result = race.ask(history)
             module.exit_json(changed=bool(p["results"]), done=not pending, recorded=len(recorded), result=result)
+        if p["action"] == "irace":
+            if module.check_mode:
+                module.exit_json(changed=True, done=False, result={"note": "check mode: irace not run"})
+            result = irace.run(
+                race,
+                p["irace_dir"] or p["history"] + ".irace",
+                p["evaluate_command"],
+                p["history"],
+                budget_evaluations=p["budget_evaluations"],
+                budget_s=p["budget_s"] if p["budget_evaluations"] is None else None,
+            )
+            result["default_config"] = race.default_config()
+            result["finished"] = True
+            module.exit_json(changed=True, done=True, result=result)
         pending, result = race.ask(history)
         result["default_config"] = race.default_config()
         if p["action"] == "result" and pending:
             result = dict(result, note="the race has not finished; %d runs are pending" % result.get("pending", 0))
         module.exit_json(changed=False, done=not pending, pending=pending, result=result)
-    except racing.RaceError as exc:
+    except (racing.RaceError, irace.IraceError) as exc:
         module.fail_json(msg=str(exc))
     except ImportError as exc:
         module.fail_json(msg="a library the racing needs is missing: %s (install requirements.txt)" % exc)

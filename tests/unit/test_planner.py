@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import planfile, planner, planning, tuner
+from ansible_collections.tactician.nosql.plugins.module_utils import planfile, planmodes, planner, planning, tuner
 from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.planner import PlanError, Roll, Timeline
 from ansible_collections.tactician.nosql.plugins.module_utils.surrogate import (
@@ -315,3 +315,107 @@ def test_a_tail_after_the_lookahead_lets_a_late_switch_pay_off():
     )
     with pytest.raises(PlanError, match="tail_s"):
         planner.best_plan(line, 0, tail_s=-1)
+
+
+# ------------------------------------------------------------------------------------------------ plan modes
+VMS = [
+    {"name": "small", "vcpu": 2, "ram_gb": 8, "disk_ssd": True, "price_per_h": 0.10},
+    {"name": "large", "vcpu": 4, "ram_gb": 16, "disk_ssd": True, "price_per_h": 0.25},
+    {"name": "tiny", "vcpu": 1, "ram_gb": 2, "disk_ssd": True, "price_per_h": 0.02},
+]
+RING = {"n%d" % i: [i * 100] for i in range(6)}
+
+
+def _hetero(model, catalog, **kwargs):
+    options = dict(
+        vms=VMS,
+        cluster={"tokens": RING, "rf": 3, "cl": "ONE", "vm_type": "large"},
+        current=model.space.complete({}, HW),
+        default=model.space.default_config(HW),
+        batch_sets=2,
+        horizon_s=3600.0,
+    )
+    options.update(kwargs)
+    return planmodes.hetero_plan(model, catalog, HW, READS, **options)
+
+
+def test_hetero_plan_changes_each_set_and_rolls_count_sets_minus_cl(model, catalog):
+    body = _hetero(model, catalog)
+    assert [sorted(s["nodes"]) for s in body["sets"]] == [["n0", "n3"], ["n1", "n4"], ["n2", "n5"]]
+    steps = body["steps"]
+    assert steps, body["reasons"]
+    # One step per changed set; at most count(sets) - CL = 2 sets in one batch.
+    assert [s["batch"] for s in steps] == sorted(s["batch"] for s in steps)
+    assert max(sum(1 for s in steps if s["batch"] == b) for b in {s["batch"] for s in steps}) <= 2
+    assert all(s["vm_type"]["from"] == "large" for s in steps if "vm_type" in s)
+    assert body["predicted"]["perf_per_dollar"] > body["predicted"]["in_place_perf_per_dollar"]
+    doc = planfile.build(body, "cassandra", 1_800_000_000, "5.0.9", {"cl": "ONE"}, {}, {}, kind="heterogeneous")
+    lines = planfile.summary(doc)
+    assert lines[0].startswith("heterogeneous plan") and "set 0" in "\n".join(lines)
+
+
+def test_hetero_plan_keeps_the_assignment_when_the_gain_is_below_min_gain(model, catalog):
+    body = _hetero(model, catalog, min_gain=10.0)
+    assert body["steps"] == [] and all("min_gain" in reason for reason in body["reasons"])
+
+
+def test_hetero_plan_honours_budget_and_min_ops(model, catalog):
+    body = _hetero(model, catalog, budget_per_h=0.7)
+    assert body["predicted"]["cost_per_h"] <= 0.7
+    with pytest.raises(planmodes.ModeError, match="budget_per_h / min_ops"):
+        _hetero(model, catalog, budget_per_h=0.05, min_ops=1e9)
+
+
+@pytest.mark.parametrize(
+    "cluster, field",
+    [
+        ({"tokens": RING, "rf": 3, "vm_type": "huge"}, "cluster.vm_type: 'huge' is not in the VM catalog"),
+        ({"tokens": RING, "rf": 3}, "cluster.vm_type: name the VM type"),
+        ({"tokens": RING, "rf": 9, "vm_type": "large"}, "cluster.rf"),
+        ({"vm_type": "large"}, "cluster: mode heterogeneous needs the complete-sets"),
+        ({"sets": [["a"], ["a"]], "vm_type": "large"}, "cluster.sets: a node is in two complete-sets"),
+        (
+            {"sets": [["a", "b"]], "vm_types": {"a": "large", "b": "small"}},
+            "cluster.vm_types: the nodes of complete-set 0 run large, small",
+        ),
+    ],
+)
+def test_hetero_plan_refuses_bad_clusters_by_name(model, catalog, cluster, field):
+    with pytest.raises(planmodes.ModeError, match=field.replace("(", r"\(")):
+        _hetero(model, catalog, cluster=cluster)
+
+
+def test_hetero_plan_refuses_a_bad_vm_scaling(model, catalog):
+    with pytest.raises(planmodes.ModeError, match="vm_scaling: 'cores' is not allowed; choose one of vcpu, model"):
+        _hetero(model, catalog, vm_scaling="cores")
+
+
+HOT = {"cpu": 96.0, "read_share": 0.95, "write_share": 0.05, "hit_ratio": 0.95, "p999_ms": 20.0, "sla_p999_ms": 10.0}
+
+
+def test_tactic_plan_decides_only_when_triggered_and_learns_once(tmp_path):
+    state = tmp_path / "advisor.jsonl"
+    doc = planning.run_plan(None, None, mode="tactic", tactic={"sample": HOT, "state_file": str(state)}, start=0)
+    assert doc["kind"] == "tactic" and doc["steps"][0]["tactic"] == "add_replica"
+    assert doc["steps"][0]["triggers"] and doc["timing"]["learned_now"] == 400
+    planfile.validate(doc)
+    calm = dict(HOT, cpu=30.0, p999_ms=2.0)
+    doc = planning.run_plan(None, None, mode="tactic", tactic={"sample": calm, "state_file": str(state)}, start=0)
+    assert doc["steps"] == [] and "no tactic is due" in doc["reasons"][0] and doc["timing"]["learned_now"] == 0
+    outcome = {"sample": HOT, "tactic": "add_replica", "improved": True, "at": 100.0}
+    lines = state.read_text().count("\n")
+    for _time in range(2):
+        planning.run_plan(
+            None, None, mode="tactic", tactic={"sample": HOT, "state_file": str(state), "outcome": outcome}
+        )
+    assert state.read_text().count("\n") == lines + 2  # one applied record and one example, not twice
+
+
+def test_tactic_plan_in_check_mode_writes_nothing_and_refuses_unknown_features(tmp_path):
+    state = tmp_path / "advisor.jsonl"
+    planning.run_plan(None, None, mode="tactic", tactic={"sample": HOT, "state_file": str(state)}, check_mode=True)
+    assert not state.exists()
+    with pytest.raises(planning.PlanningError, match="features.cpu_load: unknown feature; allowed: cpu, memory"):
+        planning.run_plan(None, None, mode="tactic", tactic={"sample": {"cpu_load": 1.0}})
+    with pytest.raises(planning.PlanningError, match="mode: 'magic' is not allowed; choose one of dynamic"):
+        planning.run_plan(None, None, mode="magic")

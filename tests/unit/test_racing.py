@@ -138,3 +138,66 @@ def test_bad_input_names_the_field(space, kwargs, field):
     options.update(kwargs)
     with pytest.raises(racing.RaceError, match=field):
         racing.Race(space, **options)
+
+
+# ------------------------------------------------------------------------------------------------ irace backend
+EVALUATOR = r"""
+import json, random, sys, zlib
+request = json.load(open(sys.argv[2]))
+config, index = request["config"], request["index"]
+value = 10000.0 - 3.0 * (config["concurrent_writes"] - 48) ** 2 - 2.0 * (config["concurrent_reads"] - 16) ** 2
+value += 5.0 * config["memtable_heap_space"] - (800.0 if config["trickle_fsync"] else 0.0)
+value *= 1 + random.Random(zlib.crc32(("%s/%d" % (json.dumps(config, sort_keys=True), index)).encode())).gauss(0, 0.03)
+line = {"config": config, "config_key": json.dumps(config, sort_keys=True), "instance": index, "value": value}
+with open(sys.argv[1], "a") as out:
+    out.write(json.dumps(line) + "\n")
+"""
+
+
+def test_irace_scenario_files_say_the_race(space, tmp_path):
+    from ansible_collections.tactician.nosql.plugins.module_utils import irace
+
+    race = racing.Race(space, instances(6), budget_evaluations=60, seed=2, initial=[{}], heap_mb=1024, first_test=4)
+    paths = irace.write_scenario(race, str(tmp_path / "irace"), ["true"], str(tmp_path / "h.jsonl"), 60)
+    parameters = open(paths["parameters"]).read()
+    assert 'concurrent_writes "--concurrent_writes=" i (8, 64)' in parameters
+    assert 'trickle_fsync "--trickle_fsync=" c ("true", "false")' in parameters
+    assert open(paths["instances"]).read().split() == ["0", "1", "2", "3", "4", "5"]
+    scenario = open(paths["scenario"]).read()
+    assert "maxExperiments = 60" in scenario and "firstTest = 4" in scenario and 'testType = "F-test"' in scenario
+    default = open(paths["configurations"]).read().splitlines()
+    assert default[0].split() == race.free and len(default) == 2
+    with pytest.raises(irace.IraceError, match="evaluate_command"):
+        irace.write_scenario(race, str(tmp_path / "x"), "ansible-playbook", str(tmp_path / "h.jsonl"), 60)
+
+
+def test_irace_backend_refuses_clearly_without_r(space, tmp_path, monkeypatch):
+    from ansible_collections.tactician.nosql.plugins.module_utils import irace
+
+    monkeypatch.setattr(irace.shutil, "which", lambda name: None)
+    race = racing.Race(space, instances(), budget_evaluations=60, initial=[{}], heap_mb=1024)
+    with pytest.raises(irace.IraceError, match="r-cran-irace"):
+        irace.run(race, str(tmp_path), ["true"], str(tmp_path / "h.jsonl"), budget_evaluations=60)
+
+
+def test_the_original_irace_races_the_same_scenario(space, tmp_path):
+    """Real irace (R) over the noisy store, each evaluation through the target runner and the history file."""
+    import sys
+
+    from ansible_collections.tactician.nosql.plugins.module_utils import irace
+
+    if not irace.version():
+        pytest.skip("Rscript with the irace package is not installed (Debian r-cran-irace)")
+    script = tmp_path / "evaluate.py"
+    script.write_text(EVALUATOR)
+    history = tmp_path / "race.jsonl"
+    race = racing.Race(space, instances(), budget_evaluations=200, seed=1, initial=[{}], heap_mb=1024, first_test=4)
+    command = [sys.executable, str(script), str(history)]
+    with pytest.raises(irace.IraceError, match="Insufficient budget"):
+        irace.run(race, str(tmp_path / "small"), command, str(history), budget_evaluations=20)
+    result = irace.run(race, str(tmp_path / "irace"), command, str(history), 200)
+    assert 0 < result["evaluations"] <= 200 and result["configurations"] > 5
+    best = result["best"]["config"]
+    default = space.complete({}, heap_mb=1024)
+    assert store(best, {"seed": 99}) > store(default, {"seed": 99})
+    assert result["irace_version"].startswith("3.") or result["irace_version"].startswith("4.")
