@@ -161,7 +161,9 @@ def main():
     )
     print("|---|---|---|---|---|---|---|")
     print("\n".join(rows))
-    print("\nirace study (seed 004): +6 to +30 % over default after 8-48 h; wall time %.0f s" % (time.time() - started))
+    print(
+        "\nirace study (seed 004): +6 to +30 %% over default after 8-48 h; wall time %.0f s" % (time.time() - started)
+    )
 
 
 if __name__ == "__main__":

@@ -66,6 +66,10 @@ KPIs and their SLA bounds, the cache hit ratio, how much of the query load filte
 and the share of write work they cause, the topology, the data size, and whether a change runs and since when."""
 
 SATURATION = 90.0
+DEFAULT_OBSERVED_WEIGHT = 5.0
+"""An example observed on this cluster (a tactic's measured effect) counts as this many bootstrap examples, so the
+tree follows what this cluster does once the generic knowledge no longer holds."""
+OBSERVED_SOURCES = ("observed", "outcome")
 STATE_SCHEMA = "tactician.advisor/v1"
 
 
@@ -210,6 +214,7 @@ class TacticAdvisor:
         oscillation_penalty=0.5,
         grace_period=50,
         seed=0,
+        observed_weight=DEFAULT_OBSERVED_WEIGHT,
     ):
         tree = _river_tree()
         self.model = tree.HoeffdingAdaptiveTreeClassifier(grace_period=grace_period, seed=seed)
@@ -217,6 +222,9 @@ class TacticAdvisor:
         self.saturation = float(saturation)
         self.oscillation_window_s = float(oscillation_window_s)
         self.oscillation_penalty = float(oscillation_penalty)
+        if isinstance(observed_weight, bool) or not isinstance(observed_weight, (int, float)) or observed_weight <= 0:
+            raise AdvisorError("observed_weight: %r is not a number > 0" % (observed_weight,))
+        self.observed_weight = float(observed_weight)
         self.learned = 0
         self.applied = []  # [(time, tactic)]
         if state_file and os.path.exists(state_file):
@@ -233,7 +241,9 @@ class TacticAdvisor:
                     if "applied" in item:
                         self.applied.append((float(item["at"]), item["applied"]))
                         continue
-                    self.model.learn_one(features(item["features"]), _tactic(item["tactic"]))
+                    self.model.learn_one(
+                        features(item["features"]), _tactic(item["tactic"]), w=self._weight(item.get("source"))
+                    )
                     self.learned += 1
 
     def _append(self, item):
@@ -247,11 +257,15 @@ class TacticAdvisor:
                 handle.write(json.dumps({"schema": STATE_SCHEMA}) + "\n")
             handle.write(json.dumps(item, sort_keys=True) + "\n")
 
+    def _weight(self, source):
+        """Examples observed on this cluster weigh observed_weight; bootstrap examples weigh 1."""
+        return self.observed_weight if source in OBSERVED_SOURCES else 1.0
+
     def learn(self, sample, tactic, source="observed"):
         """Learn one labelled example (and keep it in the state file)."""
         x = features(sample)
         label = _tactic(tactic)
-        self.model.learn_one(x, label)
+        self.model.learn_one(x, label, w=self._weight(source))
         self.learned += 1
         self._append({"features": x, "tactic": label, "source": source})
 

@@ -55,10 +55,20 @@ started = time.monotonic()
 command = [part.replace("{{request}}", request) for part in setup["command"]]
 if command == setup["command"]:
     command.append(request)
-done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+# R puts its own library path first; the evaluation runs with the library path it was written with.
+env = dict(os.environ)
+for name, value in setup["environment"].items():
+    if value is None:
+        env.pop(name, None)
+    else:
+        env[name] = value
+done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
 elapsed = time.monotonic() - started
 if done.returncode != 0:
-    sys.stdout.write("evaluation failed (%d): %s\n" % (done.returncode, done.stdout.decode(errors="replace")[-2000:]))
+    log = os.path.join(setup["directory"], "evaluation-%s-%d.log" % (config_id, index))
+    with open(log, "wb") as handle:
+        handle.write(done.stdout)
+    sys.stdout.write("evaluation failed (exit %d), its output in %s\n" % (done.returncode, log))
     sys.exit(1)
 value = None
 with open(setup["history"], encoding="utf-8") as handle:
@@ -185,6 +195,7 @@ def write_scenario(race, directory, command, history, budget_evaluations=None, b
         "types": types,
         "fixed": dict(race.fixed),
         "time_budget": budget_evaluations is None,
+        "environment": {"LD_LIBRARY_PATH": os.environ.get("LD_LIBRARY_PATH")},
     }
     with open(os.path.join(directory, "runner.json"), "w", encoding="utf-8") as handle:
         json.dump(setup, handle, indent=1, sort_keys=True)

@@ -591,7 +591,9 @@ def test_race_then_plan_then_roll_the_plan_on_a_real_node(clusters, tmp_path):
         "concurrent_writes",
     ]
     trials = lines[1:]
-    assert 4 <= len(trials) <= 9 and all(t["value"] > 0 and t["run"]["mix"] for t in trials)
+    # A 4 s run on a busy machine may serve nothing yet: a race records zeros as measured.
+    assert 4 <= len(trials) <= 12 and all(t["value"] >= 0 and t["run"]["mix"] for t in trials)
+    assert any(t["value"] > 0 for t in trials)
     result = race.task("The race's result", "test-cassandra1")["result"]
     assert result["finished"] and result["best"]["config"] and result["evaluations"] == len(trials)
     assert _cassandra_setting("concurrent_reads") == "32"  # put back to the default
@@ -614,11 +616,12 @@ def test_race_then_plan_then_roll_the_plan_on_a_real_node(clusters, tmp_path):
     assert refused["failed"] and "cluster.cl" in refused["msg"] and "aggressive" in refused["msg"]
     assert not os.path.exists(tmp_path / "refused.yml")
     ring = planned.task("The test node's token ring and complete-sets")
-    assert ring["nodes"] == ["test-cassandra1"] and ring["rf"] == 1 and ring["complete_sets"] == [["test-cassandra1"]]
-    assert len(ring["tokens"]["test-cassandra1"]) >= 1
+    # Ansible masks the test node's password ("cassandra") wherever it appears in results, host names included.
+    assert len(ring["nodes"]) == 1 and ring["rf"] == 1 and ring["complete_sets"] == [ring["nodes"]]
+    assert len(ring["tokens"]) == 1 and len(next(iter(ring["tokens"].values()))) >= 1
     hetero = planned.task("Heterogeneous plan over the ring's complete-sets")
     assert hetero["plan"]["kind"] == "heterogeneous" and hetero["plan"]["predicted"]["cost_per_h"] <= 1.0
-    assert hetero["plan"]["sets"][0]["nodes"] == ["test-cassandra1"] and hetero["summary"][0].startswith("heterog")
+    assert [len(s["nodes"]) for s in hetero["plan"]["sets"]] == [1] and hetero["summary"][0].startswith("heterog")
     assert not planned.task("Heterogeneous plan again")["changed"]
     refused = planned.task("One complete-set cannot be rolled without downtime")
     assert refused["failed"] and "cluster.cl" in refused["msg"]
@@ -629,22 +632,21 @@ def test_race_then_plan_then_roll_the_plan_on_a_real_node(clusters, tmp_path):
     assert not planned.task("Tactic plan again")["changed"]
     assert os.path.exists(tmp_path / "tactic.yml") and os.path.exists(tmp_path / "advisor.jsonl")
     # The rolling playbook applies neither a VM type change nor a tactic; it says who does, and touches nothing.
-    vm_step = dict(hetero["plan"]["steps"][0]) if hetero["plan"]["steps"] else None
-    if vm_step is None or "vm_type" not in vm_step:
-        vm_step = {
-            "at": "2027-01-15T08:00:00Z",
-            "offset_s": 0.0,
-            "nodes": ["test-cassandra1"],
-            "configuration": {},
-            "vm_type": {"from": "m5.2xlarge", "to": "t3.large"},
-            "predicted": {"ops_per_s_before": 1.0, "ops_per_s_after": 1.0, "cost_ops": 0.0, "break_even_s": None},
-            "reason": "test",
-        }
+    # A step that changes a VM type (the test node's name written out: results mask it).
+    vm_step = {
+        "at": "2027-01-15T08:00:00Z",
+        "offset_s": 0.0,
+        "nodes": ["test-cassandra1"],
+        "configuration": {},
+        "vm_type": {"from": "m5.2xlarge", "to": "t3.large"},
+        "predicted": {"ops_per_s_before": 1.0, "ops_per_s_after": 1.0, "cost_ops": 0.0, "break_even_s": None},
+        "reason": "test",
+    }
     for step, words in ((vm_step, "tactician_vm_resized"), (tactic["plan"]["steps"][0], "cassandra_tactics")):
         path = tmp_path / "refused-step.yml"
         path.write_text(yaml.safe_dump(dict(hetero["plan"], steps=[step])))
         refused = run_playbook(ROLLING, INVENTORY, dict(tactician_plan_file=str(path), tactician_aggressive=True))
-        assert refused.returncode != 0 and words in refused.stdout, refused.stdout[-3000:]
+        assert refused.returncode != 0 and words in refused.stderr, refused.stderr[-3000:]
 
     # A plan with a switch, applied by the rolling playbook (live settings: no restart).
     doc = yaml.safe_load(open(tmp_path / "dynamic.yml"))

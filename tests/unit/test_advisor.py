@@ -79,3 +79,20 @@ def test_outcomes_teach_the_tree(tmp_path):
     assert model.decide(x)["tactic"] == "add_replica"
     with pytest.raises(advisor.AdvisorError, match="tactic: 'teleport'"):
         model.learn(x, "teleport")
+
+
+def test_observed_examples_outweigh_the_bootstrap_after_a_drift(tmp_path):
+    """Once add_replica stops helping here (replicas at their maximum), what is observed on the cluster wins."""
+    examples = advisor.knowledge_base(count=700, seed=3)
+    hot = [x for x, label in advisor.knowledge_base(count=700, seed=4) if label == "add_replica"]
+    state = tmp_path / "advisor.jsonl"
+    tactics = advisor.TacticAdvisor(state_file=str(state), seed=0)
+    tactics.bootstrap(examples)
+    assert tactics.decide(hot[0], now=0.0)["tactic"] == "add_replica"
+    for x in hot[:40]:
+        tactics.learn(x, "add_node", source="observed")
+    assert tactics.decide(hot[-1], now=0.0)["tactic"] == "add_node"
+    # The weight is replayed from the state file: the same stream gives the same tree.
+    assert advisor.TacticAdvisor(state_file=str(state), seed=0).decide(hot[-1], now=0.0)["tactic"] == "add_node"
+    with pytest.raises(advisor.AdvisorError, match="observed_weight: 0 is not a number > 0"):
+        advisor.TacticAdvisor(observed_weight=0)
