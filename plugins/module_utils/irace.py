@@ -48,6 +48,31 @@ for arg in args[4:]:
     else:
         config[name] = text
 index = int(instance_id) - 1
+
+
+def recorded():
+    # The history's result of this configuration on this instance (a rerun of irace reuses it).
+    found = None
+    if os.path.exists(setup["history"]):
+        with open(setup["history"], encoding="utf-8") as handle:
+            for line in handle:
+                item = json.loads(line) if line.strip() else {{}}
+                if item.get("instance") == index and item.get("config") and all(
+                    item["config"].get(k) == v for k, v in config.items()
+                ):
+                    found = item
+    return found
+
+
+def answer(item, elapsed):
+    value = -float(item["value"])
+    print(("%r %r" % (value, elapsed)) if setup["time_budget"] else repr(value))
+
+
+known = recorded()
+if known is not None:
+    answer(known, float(known.get("elapsed_s") or 0.0))
+    sys.exit(0)
 request = os.path.join(setup["directory"], "request-%s-%d.json" % (config_id, index))
 with open(request, "w", encoding="utf-8") as handle:
     json.dump({{"config": config, "index": index, "instance": int(os.path.basename(instance))}}, handle)
@@ -70,19 +95,12 @@ if done.returncode != 0:
         handle.write(done.stdout)
     sys.stdout.write("evaluation failed (exit %d), its output in %s\n" % (done.returncode, log))
     sys.exit(1)
-value = None
-with open(setup["history"], encoding="utf-8") as handle:
-    for line in handle:
-        item = json.loads(line) if line.strip() else {{}}
-        if item.get("instance") == index and item.get("config") and all(
-            item["config"].get(k) == v for k, v in config.items()
-        ):
-            value = item["value"]
-if value is None:
+known = recorded()
+if known is None:
     sys.stdout.write("no result of configuration %s on instance %d in %s\n" % (config_id, index, setup["history"]))
     sys.exit(1)
 os.remove(request)
-print(("%r %r" % (-float(value), elapsed)) if setup["time_budget"] else repr(-float(value)))
+answer(known, elapsed)
 """
 
 

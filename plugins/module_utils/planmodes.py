@@ -49,7 +49,10 @@ def cluster_sets(cluster, store="cassandra"):
             rf = int(rf) if isinstance(rf, str) and rf.isdigit() else rf
             sets = hetero.complete_sets(hetero.cassandra_replicas(cluster["tokens"], rf))
         elif cluster.get("shards"):
-            sets = hetero.redis_complete_sets(cluster["shards"])
+            shards = cluster["shards"]
+            if isinstance(shards, dict):  # redis_cluster's layout: {master: [replica, ...]}
+                shards = [{"master": m, "replicas": list(r or [])} for m, r in sorted(shards.items())]
+            sets = hetero.redis_complete_sets(shards)
         else:
             raise ModeError(
                 "cluster: mode heterogeneous needs the complete-sets - sets (lists of hosts, e.g. from "

@@ -94,8 +94,9 @@ options:
       - The cluster - C(nodes) (a count or the list of hosts), C(rf), C(cl), C(restart_s) (T_r, seconds a batch
         is offline, as C(rolling_reconfigure.yml) reports it), C(live_s) (a change of live parameters only),
         C(sets) (complete-sets - their count, or in O(mode=heterogeneous) the lists of their hosts), C(tokens)
-        (node to tokens, with C(rf)), C(shards) (Redis, C(master) and C(replicas) each), C(vm_type) or
-        C(vm_types) (host to VM type, for O(mode=heterogeneous)), C(aggressive), C(name).
+        (node to tokens, with C(rf)), C(shards) (Redis - a list of C(master) and C(replicas), or the C(layout)
+        that M(tactician.nosql.redis_cluster) returns), C(vm_type) or C(vm_types) (host to VM type, for
+        O(mode=heterogeneous)), C(aggressive), C(name).
     type: dict
   step:
     description: Decision step T_d in seconds.

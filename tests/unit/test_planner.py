@@ -419,3 +419,9 @@ def test_tactic_plan_in_check_mode_writes_nothing_and_refuses_unknown_features(t
         planning.run_plan(None, None, mode="tactic", tactic={"sample": {"cpu_load": 1.0}})
     with pytest.raises(planning.PlanningError, match="mode: 'magic' is not allowed; choose one of dynamic"):
         planning.run_plan(None, None, mode="magic")
+
+
+def test_redis_layout_gives_one_complete_set_per_member_rank():
+    layout = {"m1:6381": ["r1:6384"], "m2:6382": ["r2:6385"], "m3:6383": ["r3:6386"]}
+    sets, hosts = planmodes.cluster_sets({"shards": layout}, store="redis")
+    assert sets == [["m1:6381", "m2:6382", "m3:6383"], ["r1:6384", "r2:6385", "r3:6386"]] and len(hosts) == 6

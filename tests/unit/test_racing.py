@@ -201,3 +201,20 @@ def test_the_original_irace_races_the_same_scenario(space, tmp_path):
     default = space.complete({}, heap_mb=1024)
     assert store(best, {"seed": 99}) > store(default, {"seed": 99})
     assert result["irace_version"].startswith("3.") or result["irace_version"].startswith("4.")
+
+
+def test_irace_runner_answers_a_repeated_run_from_the_history(space, tmp_path):
+    import subprocess
+
+    from ansible_collections.tactician.nosql.plugins.module_utils import irace
+
+    race = racing.Race(space, instances(4), budget_evaluations=60, initial=[{}], heap_mb=1024)
+    history = tmp_path / "race.jsonl"
+    config = {"concurrent_writes": 40, "concurrent_reads": 16, "memtable_heap_space": 200, "trickle_fsync": False}
+    history.write_text(json.dumps({"config": config, "config_key": "k", "instance": 2, "value": 1234.5}) + "\n")
+    paths = irace.write_scenario(race, str(tmp_path / "irace"), ["false"], str(history), 60)
+    args = ["--%s=%s" % (k, str(v).lower() if isinstance(v, bool) else v) for k, v in config.items()]
+    done = subprocess.run([paths["runner"], "7", "3", "99", "2", *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and float(done.stdout) == -1234.5  # the command (false) was never run
+    done = subprocess.run([paths["runner"], "7", "1", "99", "0", *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and "evaluation failed" in done.stdout
