@@ -142,46 +142,50 @@ def hetero_plan(
     keys = {tuner.config_key(current)}
     tuned_for = {}
     evaluations = 0
+    # Per VM type, once: its feasibility rule (memory), its throughput function, and what a tuning is keyed by.
+    machines = []
     for vm in vms:
         hardware = _hardware(vm, profile)
         values = sg.hardware_values(hardware, store)
         memory_mb = values["ram_gb"] * 1024.0
         heap_mb = values["heap_mb"] if store == "cassandra" else None
-        key = (memory_mb, heap_mb) if vm_scaling == "vcpu" else tuple(sorted(values.items()))
-        if key in tuned_for:
+        machines.append(
+            {
+                "key": (memory_mb, heap_mb) if vm_scaling == "vcpu" else tuple(sorted(values.items())),
+                "feasible": sg.feasible_by_catalog(catalog, memory_mb=memory_mb, heap_mb=heap_mb),
+                "throughput": base_throughput if vm_scaling == "vcpu" else tuner.Throughput(model, hardware=hardware),
+            }
+        )
+    for machine in machines:
+        if machine["key"] in tuned_for:
             continue
-        feasible = sg.feasible_by_catalog(catalog, memory_mb=memory_mb, heap_mb=heap_mb)
-        throughput = base_throughput if vm_scaling == "vcpu" else tuner.Throughput(model, hardware=hardware)
         try:
             found = tuner.tune(
-                throughput,
+                machine["throughput"],
                 [workload],
-                feasible=feasible,
+                feasible=machine["feasible"],
                 fixed=fixed or None,
                 include=[current, default],
                 seed=seed,
                 generations=generations,
             )
         except tuner.TuneError:
-            tuned_for[key] = None  # nothing fits this VM type's memory
+            tuned_for[machine["key"]] = None  # nothing fits this VM type's memory
             continue
         evaluations += found["evaluations"]
-        tuned_for[key] = found["config"]
+        tuned_for[machine["key"]] = found["config"]
         if tuner.config_key(found["config"]) not in keys:
             keys.add(tuner.config_key(found["config"]))
             configs.append(found["config"])
     # node_ops[v][c]: one node's ops/s of configuration c on VM type v (0 when c does not fit v's memory).
     node_ops = []
-    for vm in vms:
-        hardware = _hardware(vm, profile)
-        values = sg.hardware_values(hardware, store)
-        feasible = sg.feasible_by_catalog(
-            catalog, memory_mb=values["ram_gb"] * 1024.0, heap_mb=values["heap_mb"] if store == "cassandra" else None
-        )
+    base_row = base_throughput.node_matrix([workload], configs)[0] if vm_scaling == "vcpu" else None
+    for vm, machine in zip(vms, machines, strict=True):
         if vm_scaling == "vcpu":
-            ops = base_throughput.node_matrix([workload], configs)[0] * (vm["vcpu"] / float(profile["vcpu"]))
+            ops = base_row * (vm["vcpu"] / float(profile["vcpu"]))
         else:
-            ops = tuner.Throughput(model, hardware=hardware).node_matrix([workload], configs)[0]
+            ops = machine["throughput"].node_matrix([workload], configs)[0]
+        feasible = machine["feasible"]
         node_ops.append(
             [float(o) if sg._check_feasible(feasible, c)[0] else 0.0 for o, c in zip(ops, configs, strict=True)]
         )
