@@ -69,7 +69,8 @@ SATURATION = 90.0
 DEFAULT_OBSERVED_WEIGHT = 5.0
 """An example observed on this cluster (a tactic's measured effect) counts as this many bootstrap examples, so the
 tree follows what this cluster does once the generic knowledge no longer holds."""
-OBSERVED_SOURCES = ("observed", "outcome")
+OBSERVED_SOURCES = ("observed", "outcome", "benchmark")
+"""Sources of measured examples (a tactic's effect seen on this cluster, or measured in a benchmark run of it)."""
 STATE_SCHEMA = "tactician.advisor/v1"
 
 
@@ -258,7 +259,7 @@ class TacticAdvisor:
             handle.write(json.dumps(item, sort_keys=True) + "\n")
 
     def _weight(self, source):
-        """Examples observed on this cluster weigh observed_weight; bootstrap examples weigh 1."""
+        """Measured examples (OBSERVED_SOURCES) weigh observed_weight; knowledge base examples weigh 1."""
         return self.observed_weight if source in OBSERVED_SOURCES else 1.0
 
     def learn(self, sample, tactic, source="observed"):
@@ -317,6 +318,34 @@ class TacticAdvisor:
         """Learn from the observed effect of a tactic applied for sample: confirmed when it improved the KPI that
         triggered it, else "none" is what those features should have led to."""
         self.learn(sample, tactic if improved else "none", source="outcome")
+
+
+def read_runs(path):
+    """[(features, tactic)] of a JSON-lines file of labelled runs: an advisor state file, or the runs that
+    benchmarks/tactic_bootstrap.py measured (lines with features and tactic; other keys are kept for people and
+    ignored here; "applied" lines and the schema line are skipped). AdvisorError names the line that is wrong."""
+    if not os.path.isfile(path):
+        raise AdvisorError("advisor_bootstrap: %s is not a file" % path)
+    runs = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except ValueError:
+                raise AdvisorError("advisor_bootstrap: %s line %d is not JSON" % (path, number)) from None
+            if not isinstance(item, dict) or item.get("schema") == STATE_SCHEMA or "applied" in item:
+                continue
+            if "features" not in item or "tactic" not in item:
+                raise AdvisorError("advisor_bootstrap: %s line %d has no features and tactic" % (path, number))
+            try:
+                runs.append((features(item["features"]), _tactic(item["tactic"])))
+            except AdvisorError as exc:
+                raise AdvisorError("advisor_bootstrap: %s line %d: %s" % (path, number, exc)) from None
+    if not runs:
+        raise AdvisorError("advisor_bootstrap: %s holds no labelled runs" % path)
+    return runs
 
 
 def _tactic(value):

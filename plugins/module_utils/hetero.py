@@ -26,6 +26,8 @@ import itertools
 import math
 import os
 
+from ansible_collections.tactician.nosql.plugins.module_utils import checks
+
 try:
     import yaml
 except ImportError:  # pragma: no cover - PyYAML is a requirement; the error says so when a file is read
@@ -143,13 +145,7 @@ def redis_complete_sets(shards):
 
 # ------------------------------------------------------------------------------------------------ VM catalog
 def _number(field, value, minimum=None, above=None):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise HeteroError("%s: %r is not a finite number" % (field, value))
-    if minimum is not None and value < minimum:
-        raise HeteroError("%s: %r is below the minimum %s" % (field, value, minimum))
-    if above is not None and value <= above:
-        raise HeteroError("%s: %r must be greater than %s" % (field, value, above))
-    return float(value)
+    return checks.number(field, value, HeteroError, minimum=minimum, above=above)
 
 
 def check_vms(data, where="vms"):
@@ -224,6 +220,16 @@ def assignment_cost(assignment, sizes, vms):
     return math.fsum(sizes[p] * vms[v]["price_per_h"] for p, (v, _c) in enumerate(assignment))
 
 
+def evaluate_assignment(assignment, node_ops, sizes, vms, read_ratio, budget_per_h=None, min_ops=0.0):
+    """(ops/s, $/h, feasible) of an assignment [(VM index, config index)] per set: the cluster's ops/s from its
+    sets' capacities, the price of its nodes, and whether it meets min_ops and the budget."""
+    caps = [sizes[p] * node_ops[v][c] for p, (v, c) in enumerate(assignment)]
+    ops = cluster_throughput(caps, read_ratio)
+    cost = assignment_cost(assignment, sizes, vms)
+    feasible = ops >= (min_ops or 0.0) and (budget_per_h is None or cost <= budget_per_h + 1e-9)
+    return ops, cost, feasible
+
+
 def best_assignment(node_ops, sizes, vms, read_ratio, budget_per_h=None, min_ops=0.0, seed=0):
     """The assignment (VM index, config index) per set with the best perf/$ under the constraints.
 
@@ -242,11 +248,9 @@ def best_assignment(node_ops, sizes, vms, read_ratio, budget_per_h=None, min_ops
     S, types = len(sizes), len(vms)
 
     def score(choice):
-        caps = [sizes[p] * best_config[v][1] for p, v in enumerate(choice)]
-        ops = cluster_throughput(caps, read_ratio)
-        cost = math.fsum(sizes[p] * vms[v]["price_per_h"] for p, v in enumerate(choice))
-        feasible = ops >= min_ops and (budget_per_h is None or cost <= budget_per_h)
-        return ops, cost, feasible
+        return evaluate_assignment(
+            [(v, best_config[v][0]) for v in choice], node_ops, sizes, vms, read_ratio, budget_per_h, min_ops
+        )
 
     best = None
     evaluated = 0

@@ -198,11 +198,7 @@ def hetero_plan(
         raise ModeError(str(exc)) from None
 
     def evaluate(assignment):
-        caps = [sizes[p] * node_ops[v][c] for p, (v, c) in enumerate(assignment)]
-        ops = hetero.cluster_throughput(caps, read_ratio)
-        cost = hetero.assignment_cost(assignment, sizes, vms)
-        ok = ops >= (min_ops or 0.0) and (budget_per_h is None or cost <= budget_per_h + 1e-9)
-        return ops, cost, ok
+        return hetero.evaluate_assignment(assignment, node_ops, sizes, vms, read_ratio, budget_per_h, min_ops)
 
     in_place = [(v, 0) for v in in_place_vm]
     ops0, cost0, ok0 = evaluate(in_place)
@@ -370,10 +366,14 @@ def tactic_plan(
     oscillation_window_s=3600.0,
     oscillation_penalty=0.5,
     bootstrap=None,
+    knowledge_base=True,
     seed=0,
 ):
     """(body, learned): the body of a tactic plan for one monitoring sample, and how many examples were learned
-    now (bootstrap and outcome; none are written in check mode)."""
+    now (bootstrap and outcome; none are written in check mode).
+
+    An empty advisor (no state yet) learns the knowledge base (unless knowledge_base is false), then bootstrap:
+    labelled runs [(features, tactic)] such as advisor.read_runs() returns, weighted as measured examples."""
     try:
         tactics = advisor.TacticAdvisor(
             state_file=state_file,
@@ -385,11 +385,16 @@ def tactic_plan(
         if check_mode:
             tactics.state_file = None
         before = tactics.learned
-        source = "given"
+        sources = []
         if tactics.learned == 0:
-            examples = bootstrap if bootstrap is not None else advisor.knowledge_base(seed=seed)
-            source = "bootstrap" if bootstrap is not None else "knowledge_base"
-            tactics.bootstrap(examples, source=source)
+            if knowledge_base:
+                tactics.bootstrap(advisor.knowledge_base(seed=seed), source="knowledge_base")
+                sources.append("knowledge_base")
+            if bootstrap:
+                tactics.bootstrap(bootstrap, source="benchmark")
+                sources.append("benchmark runs")
+            if not sources:
+                raise ModeError("advisor_bootstrap: an empty advisor needs the knowledge base or labelled runs")
         if outcome:
             if not isinstance(outcome, dict) or not {"sample", "tactic", "improved"} <= set(outcome):
                 raise ModeError("outcome: expected {sample, tactic, improved[, at]} of the tactic last applied")
@@ -437,7 +442,7 @@ def tactic_plan(
             "decision_ms": decision["elapsed_ms"],
             "examples": tactics.learned,
             "learned_now": learned,
-            "bootstrap": source if before == 0 else "state_file",
+            "bootstrap": " + ".join(sources) if before == 0 else "state_file",
         },
         "solver": "hoeffding_adaptive_tree",
         "lookahead": {"sample": advisor.features(sample)},

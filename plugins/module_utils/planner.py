@@ -29,6 +29,8 @@ import math
 import time
 from dataclasses import dataclass
 
+from ansible_collections.tactician.nosql.plugins.module_utils import checks
+
 DEFAULT_STEP_S = 30.0
 
 
@@ -45,13 +47,7 @@ def _np():
 
 
 def _number(field, value, minimum=None, above=None):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise PlanError("%s: %r is not a finite number" % (field, value))
-    if minimum is not None and value < minimum:
-        raise PlanError("%s: %r is below the minimum %s" % (field, value, minimum))
-    if above is not None and value <= above:
-        raise PlanError("%s: %r must be greater than %s" % (field, value, above))
-    return float(value)
+    return checks.number(field, value, PlanError, minimum=minimum, above=above)
 
 
 def _whole(field, value, minimum=1):

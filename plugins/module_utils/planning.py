@@ -22,6 +22,7 @@ The result is the body of a plan file (planfile.py).
 
 from __future__ import annotations
 
+import collections
 import math
 import time
 
@@ -441,8 +442,14 @@ def run_plan(
     forecast), static (the best configuration for one workload, one step now), heterogeneous (VM type and
     configuration per complete-set; hetero = {vms, budget_per_h, min_ops, horizon_s, vm_scaling, min_gain}) or
     tactic (the tactic advisor on one sample; tactic = {sample, state_file, outcome, saturation,
-    oscillation_window_s, oscillation_penalty})."""
-    from ansible_collections.tactician.nosql.plugins.module_utils import modelstore, planfile, planmodes, rolling
+    oscillation_window_s, oscillation_penalty, bootstrap (a file of labelled runs), knowledge_base})."""
+    from ansible_collections.tactician.nosql.plugins.module_utils import (
+        advisor,
+        modelstore,
+        planfile,
+        planmodes,
+        rolling,
+    )
     from ansible_collections.tactician.nosql.plugins.module_utils import surrogate as sg
     from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog, CatalogError
 
@@ -454,6 +461,7 @@ def run_plan(
         if not isinstance(options.get("sample"), dict):
             raise PlanningError("sample: mode tactic needs the monitoring sample (features of the advisor)")
         try:
+            runs = options.get("bootstrap")
             body, _learned = planmodes.tactic_plan(
                 options["sample"],
                 state_file=options.get("state_file"),
@@ -463,8 +471,12 @@ def run_plan(
                 saturation=options.get("saturation", 90.0),
                 oscillation_window_s=options.get("oscillation_window_s", 3600.0),
                 oscillation_penalty=options.get("oscillation_penalty", 0.5),
+                bootstrap=advisor.read_runs(runs) if runs else None,
+                knowledge_base=options.get("knowledge_base", True),
                 seed=seed,
             )
+        except advisor.AdvisorError as exc:
+            raise PlanningError(str(exc)) from None
         except planmodes.ModeError as exc:
             raise PlanningError(str(exc)) from None
         facts = {k: v for k, v in dict(cluster or {}).items() if k in ("name", "nodes", "rf", "cl")}
@@ -480,22 +492,19 @@ def run_plan(
     model = sg.Surrogate.from_dict(data, catalog=catalog)
     # The profile's unknown numbers (None) take the model's defaults, as when it was fitted.
     hardware = {k: v for k, v in (metadata.get("hardware_profile") or {}).items() if v is not None}
+    loaded = Loaded(catalog, model, hardware, _model_facts(model_file, metadata))
     if mode == "heterogeneous":
         return _hetero(
-            catalog,
-            model,
-            metadata,
-            hardware,
+            loaded,
             workload,
             current,
             cluster,
-            store,
-            store_version,
-            start,
-            fixed,
-            seed,
             hetero or {},
-            model_file,
+            store=store,
+            store_version=store_version,
+            start=start,
+            fixed=fixed,
+            seed=seed,
         )
     roll, facts = _cluster_roll(cluster, rolling)
     cluster_model = None
@@ -515,7 +524,7 @@ def run_plan(
     except sg.SurrogateError:
         heap_mb = memory_mb = None
     feasible = sg.feasible_by_catalog(catalog, memory_mb=memory_mb, heap_mb=heap_mb or None)
-    model_facts = _model_facts(model_file, metadata)
+    model_facts = loaded.facts
     try:
         current_full = model.space.complete(current or {})
     except sg.SurrogateError as exc:
@@ -602,6 +611,10 @@ def run_plan(
     return planfile.build(body, store, start, store_version, facts, model_facts, current_full, kind="dynamic")
 
 
+Loaded = collections.namedtuple("Loaded", "catalog model hardware facts")
+"""A surrogate loaded for planning: the catalog, the model, the hardware profile it was fitted on, its facts."""
+
+
 def _model_facts(model_file, metadata):
     return {
         "file": str(model_file),
@@ -612,23 +625,9 @@ def _model_facts(model_file, metadata):
     }
 
 
-def _hetero(
-    catalog,
-    model,
-    metadata,
-    hardware,
-    workload,
-    current,
-    cluster,
-    store,
-    store_version,
-    start,
-    fixed,
-    seed,
-    options,
-    model_file,
-):
-    """The plan document of mode heterogeneous."""
+def _hetero(loaded, workload, current, cluster, options, *, store, store_version, start, fixed, seed):
+    """The plan document of mode heterogeneous (loaded: the surrogate and what came with it)."""
+    catalog, model, hardware = loaded.catalog, loaded.model, loaded.hardware
     from ansible_collections.tactician.nosql.plugins.module_utils import hetero, planfile, planmodes, rolling
     from ansible_collections.tactician.nosql.plugins.module_utils import surrogate as sg
 
@@ -694,6 +693,4 @@ def _hetero(
     }
     if cluster.get("name"):
         facts["name"] = cluster["name"]
-    return planfile.build(
-        body, store, start, store_version, facts, _model_facts(model_file, metadata), current_full, kind="heterogeneous"
-    )
+    return planfile.build(body, store, start, store_version, facts, loaded.facts, current_full, kind="heterogeneous")

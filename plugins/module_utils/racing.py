@@ -28,8 +28,8 @@ import os
 import random
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils import checks, tuner
 from ansible_collections.tactician.nosql.plugins.module_utils import surrogate as sg
-from ansible_collections.tactician.nosql.plugins.module_utils import tuner
 
 DEFAULT_FIRST_TEST = 5
 DEFAULT_EACH_TEST = 1
@@ -160,13 +160,49 @@ class TrialHistory:
 
 # ------------------------------------------------------------------------------------------------ the race
 def _number(field, value, minimum=None, integer=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise RaceError("%s: %r is not a finite number" % (field, value))
-    if integer and int(value) != value:
-        raise RaceError("%s: %r is not a whole number" % (field, value))
-    if minimum is not None and value < minimum:
-        raise RaceError("%s: %r is below the minimum %s" % (field, value, minimum))
-    return int(value) if integer else float(value)
+    return checks.number(field, value, RaceError, minimum=minimum, integer=integer)
+
+
+def check_results(results):
+    """The runs a caller measured, as Race.tell takes them: [{config, index, value, elapsed_s, extra}].
+
+    Each item needs config (the mapping ask gave), index (the instance's) and value (ops/s); numbers given as text
+    (what a templated playbook passes) are read as numbers; any other key is kept as the run's extra record.
+    RaceError names the item and field."""
+    if not isinstance(results, list):
+        raise RaceError("results: expected a list of {config, index, value[, elapsed_s]}")
+    out = []
+    for position, item in enumerate(results):
+        field = "results[%d]" % position
+        if not isinstance(item, dict):
+            raise RaceError("%s: expected a mapping {config, index, value[, elapsed_s]}" % field)
+        missing = [key for key in ("config", "index", "value") if key not in item]
+        if missing:
+            raise RaceError("%s: %s required (config, index, value)" % (field, ", ".join(missing)))
+        if not isinstance(item["config"], dict):
+            raise RaceError("%s.config: expected the configuration mapping ask returned" % field)
+        numbers = {}
+        for key in ("index", "value", "elapsed_s"):
+            value = item.get(key)
+            if value is None:
+                continue
+            if isinstance(value, str):
+                try:
+                    value = float(value)
+                except ValueError:
+                    raise RaceError("%s.%s: %r is not a number" % (field, key, value)) from None
+            numbers[key] = _number("%s.%s" % (field, key), value, 0, integer=key == "index")
+        extra = {k: v for k, v in item.items() if k not in ("config", "index", "value", "elapsed_s")}
+        out.append(
+            {
+                "config": item["config"],
+                "index": numbers["index"],
+                "value": numbers["value"],
+                "elapsed_s": numbers.get("elapsed_s", 0.0),
+                "extra": {"run": extra} if extra else None,
+            }
+        )
+    return out
 
 
 class Race:

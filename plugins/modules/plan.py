@@ -164,6 +164,18 @@ options:
   advisor_state:
     description: JSON-lines file of what the tactic advisor learned (replayed on load, appended to; not in check mode).
     type: path
+  advisor_bootstrap:
+    description:
+      - JSON-lines file of labelled tactic runs (features, tactic) that an empty advisor learns after the knowledge
+        base, weighted as measured examples - the runs C(benchmarks/tactic_bootstrap.py) measures on a lab node,
+        or another cluster's O(advisor_state). A sample measured on the bench Cassandra node ships as
+        C(catalog/advisor/cassandra-bench.jsonl). Used only while O(advisor_state) is empty or absent.
+    type: path
+  advisor_knowledge_base:
+    description:
+      - Whether an empty advisor learns the knowledge base (PaSTA's findings as rules) before O(advisor_bootstrap).
+    type: bool
+    default: true
   outcome:
     description:
       - The observed effect of the tactic last applied, learned before deciding - C(sample) (the features it was
@@ -325,6 +337,8 @@ def main():
             vm_scaling=dict(type="str", choices=["vcpu", "model"], default="vcpu"),
             sample=dict(type="dict"),
             advisor_state=dict(type="path"),
+            advisor_bootstrap=dict(type="path"),
+            advisor_knowledge_base=dict(type="bool", default=True),
             outcome=dict(type="dict"),
             saturation=dict(type="float", default=90.0),
             oscillation_window=dict(type="float", default=3600.0),
@@ -394,6 +408,8 @@ def main():
                 saturation=p["saturation"],
                 oscillation_window_s=p["oscillation_window"],
                 oscillation_penalty=p["oscillation_penalty"],
+                bootstrap=p["advisor_bootstrap"],
+                knowledge_base=p["advisor_knowledge_base"],
             ),
             check_mode=module.check_mode,
         )

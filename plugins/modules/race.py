@@ -226,33 +226,18 @@ def main():
         race = racing.race_from_spec(p["catalog"], spec)
         history = racing.TrialHistory(p["history"])
         if p["action"] == "tell":
+            results = racing.check_results(p["results"])
             recorded = []
-            for index, item in enumerate(p["results"]):
-                missing = [key for key in ("config", "index", "value") if key not in item]
-                if missing:
-                    module.fail_json(
-                        msg="results[%d]: %s required (config, index, value)" % (index, ", ".join(missing))
-                    )
-                if not isinstance(item["config"], dict):
-                    module.fail_json(msg="results[%d].config: expected the configuration mapping ask returned" % index)
-                for key, kind in (("index", int), ("value", float), ("elapsed_s", float)):
-                    if item.get(key) is None:
-                        continue
-                    try:
-                        item[key] = kind(float(item[key])) if kind is int else kind(item[key])
-                    except (TypeError, ValueError):
-                        module.fail_json(msg="results[%d].%s: %r is not a number" % (index, key, item[key]))
             if not module.check_mode:
-                for item in p["results"]:
-                    extra = {k: v for k, v in item.items() if k not in ("config", "index", "value", "elapsed_s")}
+                for item in results:
                     recorded.append(
                         race.tell(
                             history,
                             item["config"],
                             item["index"],
                             item["value"],
-                            elapsed_s=item.get("elapsed_s") or 0.0,
-                            extra={"run": extra} if extra else None,
+                            elapsed_s=item["elapsed_s"],
+                            extra=item["extra"],
                         )
                     )
             pending, result = race.ask(history)

@@ -6,6 +6,7 @@ break-even, and the static tuner it draws its candidates from."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 
 import numpy as np
@@ -419,6 +420,30 @@ def test_tactic_plan_in_check_mode_writes_nothing_and_refuses_unknown_features(t
         planning.run_plan(None, None, mode="tactic", tactic={"sample": {"cpu_load": 1.0}})
     with pytest.raises(planning.PlanningError, match="mode: 'magic' is not allowed; choose one of dynamic"):
         planning.run_plan(None, None, mode="magic")
+
+
+def test_tactic_plan_bootstraps_from_labelled_runs_and_names_bad_lines(tmp_path):
+    runs = tmp_path / "runs.jsonl"
+    lines = ['{"schema": "tactician.advisor/v1"}']
+    for index in range(60):  # measured here: on this node, a saturated read-heavy CPU called for add_node
+        sample = dict(HOT, cpu=91.0 + index % 8)
+        lines.append(json.dumps({"features": sample, "tactic": "add_node", "source": "benchmark", "gain": 1.3}))
+    runs.write_text("\n".join(lines) + "\n")
+    only = {"sample": HOT, "bootstrap": str(runs), "knowledge_base": False}
+    doc = planning.run_plan(None, None, mode="tactic", tactic=only, start=0, check_mode=True)
+    assert doc["steps"][0]["tactic"] == "add_node" and doc["timing"]["bootstrap"] == "benchmark runs"
+    both = planning.run_plan(None, None, mode="tactic", tactic=dict(only, knowledge_base=True), start=0)
+    assert both["timing"]["bootstrap"] == "knowledge_base + benchmark runs" and both["timing"]["examples"] == 460
+    with pytest.raises(planning.PlanningError, match="needs the knowledge base or labelled runs"):
+        planning.run_plan(None, None, mode="tactic", tactic={"sample": HOT, "knowledge_base": False})
+    runs.write_text('{"features": {"cpu": 1}, "tactic": "reboot"}\n')
+    with pytest.raises(planning.PlanningError, match="line 1: tactic: 'reboot' is not allowed"):
+        planning.run_plan(None, None, mode="tactic", tactic=only)
+    runs.write_text("not json\n")
+    with pytest.raises(planning.PlanningError, match="runs.jsonl line 1 is not JSON"):
+        planning.run_plan(None, None, mode="tactic", tactic=only)
+    with pytest.raises(planning.PlanningError, match="advisor_bootstrap: .* is not a file"):
+        planning.run_plan(None, None, mode="tactic", tactic=dict(only, bootstrap=str(tmp_path / "none.jsonl")))
 
 
 def test_redis_layout_gives_one_complete_set_per_member_rank():

@@ -218,3 +218,17 @@ def test_irace_runner_answers_a_repeated_run_from_the_history(space, tmp_path):
     assert done.returncode == 0 and float(done.stdout) == -1234.5  # the command (false) was never run
     done = subprocess.run([paths["runner"], "7", "1", "99", "0", *args], capture_output=True, text=True, check=False)
     assert done.returncode == 1 and "evaluation failed" in done.stdout
+
+
+def test_check_results_reads_text_numbers_and_names_bad_fields():
+    runs = racing.check_results([{"config": {"a": 1}, "index": "2", "value": "812.5", "ops": 40625}])
+    wanted = {"config": {"a": 1}, "index": 2, "value": 812.5, "elapsed_s": 0.0, "extra": {"run": {"ops": 40625}}}
+    assert runs == [wanted]
+    with pytest.raises(racing.RaceError, match=r"results\[0\]: index, value required"):
+        racing.check_results([{"config": {}}])
+    with pytest.raises(racing.RaceError, match=r"results\[0\].config: expected the configuration mapping"):
+        racing.check_results([{"config": "a=1", "index": 0, "value": 1}])
+    with pytest.raises(racing.RaceError, match=r"results\[1\].value: 'fast' is not a number"):
+        racing.check_results([{"config": {}, "index": 0, "value": 1}, {"config": {}, "index": 0, "value": "fast"}])
+    with pytest.raises(racing.RaceError, match=r"results\[0\].index: 1.5 is not a whole number"):
+        racing.check_results([{"config": {}, "index": 1.5, "value": 1}])

@@ -1,0 +1,21 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Input checks the engines share: one wording for a bad number, whichever engine refuses it."""
+
+from __future__ import annotations
+
+import math
+
+
+def number(field, value, error=ValueError, minimum=None, above=None, integer=False):
+    """value as a float (an int with integer) when it is a finite number (not a bool) within the bounds; else
+    error(message) naming field, the value and the bound."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise error("%s: %r is not a finite number" % (field, value))
+    if integer and int(value) != value:
+        raise error("%s: %r is not a whole number" % (field, value))
+    if minimum is not None and value < minimum:
+        raise error("%s: %r is below the minimum %s" % (field, value, minimum))
+    if above is not None and value <= above:
+        raise error("%s: %r must be greater than %s" % (field, value, above))
+    return int(value) if integer else float(value)
