@@ -321,30 +321,39 @@ class TacticAdvisor:
 
 
 def read_runs(path):
-    """[(features, tactic)] of a JSON-lines file of labelled runs: an advisor state file, or the runs that
-    benchmarks/tactic_bootstrap.py measured (lines with features and tactic; other keys are kept for people and
-    ignored here; "applied" lines and the schema line are skipped). AdvisorError names the line that is wrong."""
+    """The items of a JSON-lines file of labelled runs (an advisor state file, or the runs that
+    benchmarks/tactic_bootstrap.py measured), as check_runs takes them. AdvisorError names the line."""
     if not os.path.isfile(path):
         raise AdvisorError("advisor_bootstrap: %s is not a file" % path)
-    runs = []
+    items = []
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                item = json.loads(line)
+                items.append(json.loads(line))
             except ValueError:
                 raise AdvisorError("advisor_bootstrap: %s line %d is not JSON" % (path, number)) from None
-            if not isinstance(item, dict) or item.get("schema") == STATE_SCHEMA or "applied" in item:
-                continue
-            if "features" not in item or "tactic" not in item:
-                raise AdvisorError("advisor_bootstrap: %s line %d has no features and tactic" % (path, number))
-            try:
-                runs.append((features(item["features"]), _tactic(item["tactic"])))
-            except AdvisorError as exc:
-                raise AdvisorError("advisor_bootstrap: %s line %d: %s" % (path, number, exc)) from None
+    return items
+
+
+def check_runs(items, where="advisor_bootstrap"):
+    """[(features, tactic)] of labelled runs [{features, tactic, ...}]: other keys (the measured before and after)
+    are for people and ignored; "applied" records and the schema line are skipped. AdvisorError names the item."""
+    if not isinstance(items, list):
+        raise AdvisorError("%s: expected a list of labelled runs {features, tactic}" % where)
+    runs = []
+    for number, item in enumerate(items, start=1):
+        if isinstance(item, dict) and (item.get("schema") == STATE_SCHEMA or "applied" in item):
+            continue
+        if not isinstance(item, dict) or "features" not in item or "tactic" not in item:
+            raise AdvisorError("%s: run %d has no features and tactic" % (where, number))
+        try:
+            runs.append((features(item["features"]), _tactic(item["tactic"])))
+        except AdvisorError as exc:
+            raise AdvisorError("%s: run %d: %s" % (where, number, exc)) from None
     if not runs:
-        raise AdvisorError("advisor_bootstrap: %s holds no labelled runs" % path)
+        raise AdvisorError("%s: no labelled runs" % where)
     return runs
 
 

@@ -442,7 +442,8 @@ def run_plan(
     forecast), static (the best configuration for one workload, one step now), heterogeneous (VM type and
     configuration per complete-set; hetero = {vms, budget_per_h, min_ops, horizon_s, vm_scaling, min_gain}) or
     tactic (the tactic advisor on one sample; tactic = {sample, state_file, outcome, saturation,
-    oscillation_window_s, oscillation_penalty, bootstrap (a file of labelled runs), knowledge_base})."""
+    oscillation_window_s, oscillation_penalty, bootstrap (labelled runs, or the path of their file),
+    knowledge_base})."""
     from ansible_collections.tactician.nosql.plugins.module_utils import (
         advisor,
         modelstore,
@@ -462,6 +463,10 @@ def run_plan(
             raise PlanningError("sample: mode tactic needs the monitoring sample (features of the advisor)")
         try:
             runs = options.get("bootstrap")
+            if isinstance(runs, str):
+                runs = advisor.check_runs(advisor.read_runs(runs), "advisor_bootstrap: %s" % runs)
+            elif runs is not None:
+                runs = advisor.check_runs(runs)
             body, _learned = planmodes.tactic_plan(
                 options["sample"],
                 state_file=options.get("state_file"),
@@ -471,7 +476,7 @@ def run_plan(
                 saturation=options.get("saturation", 90.0),
                 oscillation_window_s=options.get("oscillation_window_s", 3600.0),
                 oscillation_penalty=options.get("oscillation_penalty", 0.5),
-                bootstrap=advisor.read_runs(runs) if runs else None,
+                bootstrap=runs,
                 knowledge_base=options.get("knowledge_base", True),
                 seed=seed,
             )

@@ -688,7 +688,10 @@ def fit_read_model(results, idle_usage=0.0):
             continue
         points.setdefault(level, []).append((hit, tput))
     if not points:
-        raise ResourceModelError("results: none of the %d calibration results is usable" % count)
+        raise ResourceModelError(
+            "results: none of the %d calibration results is usable%s"
+            % (count, (": " + "; ".join(dropped)) if dropped else "")
+        )
     warnings = ["dropped calibration point: %s" % text for text in dropped]
     return ReadModel(points, idle_usage=idle, warnings=warnings)
 

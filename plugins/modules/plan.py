@@ -166,11 +166,16 @@ options:
     type: path
   advisor_bootstrap:
     description:
-      - JSON-lines file of labelled tactic runs (features, tactic) that an empty advisor learns after the knowledge
-        base, weighted as measured examples - the runs C(benchmarks/tactic_bootstrap.py) measures on a lab node,
-        or another cluster's O(advisor_state). A sample measured on the bench Cassandra node ships as
-        C(catalog/advisor/cassandra-bench.jsonl). Used only while O(advisor_state) is empty or absent.
+      - JSON-lines file (on the controller) of labelled tactic runs (features, tactic) that an empty advisor learns
+        after the knowledge base, weighted as measured examples - the runs C(benchmarks/tactic_bootstrap.py)
+        measures on a lab node, or another cluster's O(advisor_state). The name of a sample of the collection
+        works too - C(cassandra-bench), measured on the bench Cassandra node (C(catalog/advisor/cassandra-bench.jsonl)).
+        Used only while O(advisor_state) is empty or absent.
     type: path
+  advisor_runs:
+    description: The labelled runs of O(advisor_bootstrap); filled in by the action plugin.
+    type: list
+    elements: dict
   advisor_knowledge_base:
     description:
       - Whether an empty advisor learns the knowledge base (PaSTA's findings as rules) before O(advisor_bootstrap).
@@ -338,6 +343,7 @@ def main():
             sample=dict(type="dict"),
             advisor_state=dict(type="path"),
             advisor_bootstrap=dict(type="path"),
+            advisor_runs=dict(type="list", elements="dict"),
             advisor_knowledge_base=dict(type="bool", default=True),
             outcome=dict(type="dict"),
             saturation=dict(type="float", default=90.0),
@@ -408,7 +414,7 @@ def main():
                 saturation=p["saturation"],
                 oscillation_window_s=p["oscillation_window"],
                 oscillation_penalty=p["oscillation_penalty"],
-                bootstrap=p["advisor_bootstrap"],
+                bootstrap=p["advisor_runs"] if p["advisor_runs"] is not None else p["advisor_bootstrap"],
                 knowledge_base=p["advisor_knowledge_base"],
             ),
             check_mode=module.check_mode,

@@ -12,7 +12,14 @@ import os
 import numpy as np
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import planfile, planmodes, planner, planning, tuner
+from ansible_collections.tactician.nosql.plugins.module_utils import (
+    advisor,
+    planfile,
+    planmodes,
+    planner,
+    planning,
+    tuner,
+)
 from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.planner import PlanError, Roll, Timeline
 from ansible_collections.tactician.nosql.plugins.module_utils.surrogate import (
@@ -437,13 +444,28 @@ def test_tactic_plan_bootstraps_from_labelled_runs_and_names_bad_lines(tmp_path)
     with pytest.raises(planning.PlanningError, match="needs the knowledge base or labelled runs"):
         planning.run_plan(None, None, mode="tactic", tactic={"sample": HOT, "knowledge_base": False})
     runs.write_text('{"features": {"cpu": 1}, "tactic": "reboot"}\n')
-    with pytest.raises(planning.PlanningError, match="line 1: tactic: 'reboot' is not allowed"):
+    with pytest.raises(planning.PlanningError, match="runs.jsonl: run 1: tactic: 'reboot' is not allowed"):
         planning.run_plan(None, None, mode="tactic", tactic=only)
     runs.write_text("not json\n")
     with pytest.raises(planning.PlanningError, match="runs.jsonl line 1 is not JSON"):
         planning.run_plan(None, None, mode="tactic", tactic=only)
     with pytest.raises(planning.PlanningError, match="advisor_bootstrap: .* is not a file"):
         planning.run_plan(None, None, mode="tactic", tactic=dict(only, bootstrap=str(tmp_path / "none.jsonl")))
+    with pytest.raises(planning.PlanningError, match="advisor_bootstrap: run 2 has no features and tactic"):
+        bad = [{"schema": advisor.STATE_SCHEMA}, {"tactic": "none"}]
+        planning.run_plan(None, None, mode="tactic", tactic=dict(only, bootstrap=bad))
+
+
+def test_the_shipped_lab_runs_load_by_name_and_bootstrap_the_advisor():
+    from ansible_collections.tactician.nosql.plugins.action.plan import advisor_runs_path
+
+    path = advisor_runs_path("cassandra-bench")
+    assert path.endswith(os.path.join("catalog", "advisor", "cassandra-bench.jsonl")) and os.path.exists(path)
+    runs = advisor.check_runs(advisor.read_runs(path))
+    assert len(runs) >= 7 and {"add_index", "none"} <= {tactic for _x, tactic in runs}
+    doc = planning.run_plan(None, None, mode="tactic", tactic={"sample": HOT, "bootstrap": path}, check_mode=True)
+    assert doc["timing"]["bootstrap"] == "knowledge_base + benchmark runs"
+    assert advisor_runs_path("/no/such/file.jsonl") == "/no/such/file.jsonl"
 
 
 def test_redis_layout_gives_one_complete_set_per_member_rank():
