@@ -224,6 +224,10 @@ class HistoryStore(abc.ABC):
         """The dict saved under key, or None."""
 
     @abc.abstractmethod
+    def states(self, prefix):
+        """[(key, dict)] of the state saved under keys that start with prefix, by key."""
+
+    @abc.abstractmethod
     def close(self):
         """Release the connection."""
 
@@ -589,6 +593,13 @@ class SQLiteHistory(HistoryStore):
     def load_state(self, key):
         row = self._db.execute("SELECT json FROM state WHERE key = ?", (_text("key", key),)).fetchone()
         return json.loads(row[0]) if row else None
+
+    def states(self, prefix):
+        _text("prefix", prefix)
+        rows = self._db.execute(
+            "SELECT key, json FROM state WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
+        ).fetchall()
+        return [(key, json.loads(text)) for key, text in rows]
 
 
 # ---------------------------------------------------------------------------------------------------------------
