@@ -45,7 +45,19 @@ stage_build() {
       fi
     done
   fi
-  [ $rc -eq 0 ] && echo "built $(basename "$out"/tactician-nosql-*.tar.gz), installed offline, ansible-doc ok for $(ls plugins/modules/*.py | wc -l) modules"
+  if [ $rc -eq 0 ]; then
+    # The execution environment's build context: the tarball just built and the suite's own pinned requirements.
+    if ansible-builder create -f execution-environment.yml -c "$tmp/ee" >/dev/null &&
+      cmp -s requirements.txt "$tmp/ee/_build/requirements.txt" &&
+      grep -q 'ansible-core==2.19.14' "$tmp/ee/Dockerfile" &&
+      [ -f "$tmp/ee/_build/collections/$(basename "$out"/tactician-nosql-*.tar.gz)" ]; then
+      ee="execution environment context ok"
+    else
+      echo "ansible-builder create did not give a context with the collection and requirements.txt"
+      rc=1
+    fi
+  fi
+  [ $rc -eq 0 ] && echo "built $(basename "$out"/tactician-nosql-*.tar.gz), installed offline, ansible-doc ok for $(ls plugins/modules/*.py | wc -l) modules, $ee"
   rm -rf "$tmp"
   return $rc
 }

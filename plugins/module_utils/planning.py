@@ -531,7 +531,7 @@ def run_plan(
     feasible = sg.feasible_by_catalog(catalog, memory_mb=memory_mb, heap_mb=heap_mb or None)
     model_facts = loaded.facts
     try:
-        current_full = model.space.complete(current or {})
+        current_full = model.space.complete(current or {}, hardware or None)
     except sg.SurrogateError as exc:
         raise PlanningError("current.%s" % str(exc).split(".", 1)[-1]) from None
     if mode == "static":

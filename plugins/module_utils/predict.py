@@ -76,6 +76,9 @@ def forecast_workload(
                 "reason": "the history has %d steps: too short to measure accuracy %d steps ahead (needs %d)"
                 % (length, max(horizons), 2 * MIN_BACKTEST_HISTORY + max(horizons)),
             }
+            if method == "auto":  # nothing to choose by yet: the workload stays as it is now
+                method = "last_value"
+                lookahead["reason"] += "; auto forecasts the last value until the history is long enough"
         else:
             candidates = AUTO_METHODS if method == "auto" else (method,)
             try:

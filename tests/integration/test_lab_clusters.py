@@ -389,6 +389,7 @@ def test_load_driver_replays_a_schedule_of_phases(clusters, tmp_path):
 # ---------------------------------------------------------------- tactics and rolling reconfiguration (last:
 # these restart nodes)
 ROLLING = "playbooks/rolling_reconfigure.yml"
+AUTOTUNE = "playbooks/autotune.yml"
 
 
 def _redis_config(name):
@@ -664,5 +665,97 @@ def test_race_then_plan_then_roll_the_plan_on_a_real_node(clusters, tmp_path):
         ROLLING,
         INVENTORY,
         dict(tactician_store="cassandra", tactician_aggressive=True, tactician_settings=result["default_config"]),
+    )
+    assert reset.returncode == 0, reset.stderr[-4000:]
+
+    # Autotune on the test node under a real load: plan_only writes a plan and changes nothing; auto (with any
+    # predicted gain accepted, and closed-loop demand) rolls the plan's first step, observes again, records the
+    # realized effect in the history and writes the report; approve refuses a plan nobody approved.
+    _autotune_under_load(tmp_path, result["default_config"])
+
+
+def _autotune_under_load(tmp_path, default_config):
+    import threading
+
+    import yaml
+
+    from ansible_collections.tactician.nosql.plugins.module_utils import effects, loadrun
+    from ansible_collections.tactician.nosql.plugins.module_utils import history as history_store
+
+    params = dict(
+        store="cassandra",
+        driver_home=DRIVER_HOME,
+        hosts=["127.0.0.11"],
+        login_user="cassandra",
+        login_password="cassandra",
+        threads=4,
+        processes=1,
+        workload="a",
+        phases=["load", "run"],
+        target=300,
+        max_seconds=200,
+        keyspace="ycsb_autotune_it",
+        replication_factor=1,
+        properties={"recordcount": 2000, "operationcount": 10**8},
+    )
+    done = {}
+    worker = threading.Thread(target=lambda: done.update(result=loadrun.execute(params, loadrun.plan(params))))
+    worker.start()
+    common = dict(
+        tactician_model_file=str(tmp_path / "surrogate.json"),
+        tactician_hardware_profile="it-profile",
+        tactician_history=str(tmp_path / "autotune.sqlite3"),
+        tactician_plans_dir=str(tmp_path / "plans"),
+        tactician_reports_dir=str(tmp_path / "reports"),
+        tactician_aggressive=True,
+        tactician_autotune_observe_s=10,
+        tactician_autotune_settle_s=5,
+        tactician_autotune_keyspaces=["ycsb_autotune_it"],
+        tactician_autotune_workload_base={"requestdistribution": "zipfian", "records": 2000, "threads": 4},
+    )
+    try:
+        import time
+
+        time.sleep(15)  # the load phase, then the run
+        only = run_playbook(AUTOTUNE, INVENTORY, dict(common))
+        assert only.returncode == 0, only.stderr[-4000:]
+        plans = sorted(glob.glob(str(tmp_path / "plans" / "cassandra-2*.yml")))
+        assert len(plans) == 1 and not os.path.exists(tmp_path / "plans" / "cassandra-applied.yml")
+        assert os.path.exists(tmp_path / "reports" / "cassandra" / "report.html")
+        path = tmp_path / "unapproved.yml"
+        path.write_text(open(plans[0]).read())
+        refused = run_playbook(
+            AUTOTUNE, INVENTORY, dict(common, tactician_autotune_mode="approve", tactician_plan_file=str(path))
+        )
+        assert refused.returncode != 0 and "approval.approved is not true" in refused.stderr, refused.stderr[-3000:]
+        auto = run_playbook(
+            AUTOTUNE,
+            INVENTORY,
+            dict(
+                common,
+                tactician_autotune_mode="auto",
+                tactician_autotune_min_gain=-1,
+                tactician_autotune_demand="unbounded",
+                tactician_current_configuration={"concurrent_reads": 8, "concurrent_writes": 8},
+            ),
+        )
+        assert auto.returncode == 0, auto.stderr[-4000:]
+    finally:
+        worker.join()
+    applied = yaml.safe_load(open(tmp_path / "plans" / "cassandra-applied.yml"))
+    assert applied["configuration"] and applied["plan"].startswith(str(tmp_path / "plans"))
+    store = history_store.open_history(str(tmp_path / "autotune.sqlite3"), create=False, readonly=True)
+    try:
+        records = effects.effects(store, "cassandra")
+    finally:
+        store.close()
+    assert len(records) == 1 and records[0]["applied"] and records[0]["predicted"]["after"] is not None
+    assert records[0]["measured"]["before"] > 0
+    report = open(tmp_path / "reports" / "cassandra" / "report.md").read()
+    assert "Realized effect against the prediction" in report and "break-even" in report
+    reset = run_playbook(
+        ROLLING,
+        INVENTORY,
+        dict(tactician_store="cassandra", tactician_aggressive=True, tactician_settings=default_config),
     )
     assert reset.returncode == 0, reset.stderr[-4000:]

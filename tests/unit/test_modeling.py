@@ -372,3 +372,10 @@ def test_machine_busy_seconds_reads_proc_stat(tmp_path):
     assert loaddriver.machine_busy_seconds(str(stat)) == (100 + 5 + 50 + 3 + 2) / ticks
     assert loaddriver.machine_busy_seconds(str(tmp_path / "none")) is None
     assert loaddriver.machine_busy_seconds() > 0
+
+
+def test_forecast_auto_on_a_short_history_keeps_the_last_value_and_says_so():
+    result = predict.forecast_workload(samples=_samples(steps=4), method="auto", step_s=30.0, horizon_s=120)
+    assert result["method"] == "last_value" and result["lookahead"]["lookahead_steps"] == 0
+    assert "auto forecasts the last value until the history is long enough" in result["lookahead"]["reason"]
+    assert len(result["forecast"]["fields"]["read_ratio"]) == 4

@@ -1,0 +1,192 @@
+#!/usr/bin/python
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: report
+short_description: A report with plots of what the tuner observed, planned, applied and measured
+description:
+  - Writes C(report.md) and C(report.html) into O(out_dir), with PNG plots next to them - the cluster's
+    throughput and read ratio over time from the history store, a mark at every applied plan step; the realized
+    effect of each applied step next to its prediction (from M(tactician.nosql.effect)); per plan file its summary
+    and the gain curve of its first switch with the break-even point; the racing progress of a race's trial history.
+  - Runs where the files are to be written (the controller in C(playbooks/autotune.yml)). Check mode writes
+    nothing and returns the sections it would write.
+version_added: 0.1.0
+author:
+  - Tactician maintainers (@tactician)
+requirements:
+  - matplotlib
+options:
+  out_dir:
+    description: Directory of the report (created).
+    type: path
+    required: true
+  title:
+    description: The report's title.
+    type: str
+    default: Tactician report
+  history:
+    description: History store to read the workload samples and the effects from.
+    type: path
+  cluster:
+    description: Cluster name in the history.
+    type: str
+  since:
+    description: Only samples from this time on (epoch seconds or ISO 8601).
+    type: raw
+  plan_files:
+    description: Plan files to summarize, each with the gain curve of its first switch.
+    type: list
+    elements: path
+    default: []
+  race_history:
+    description: A race's trial history (JSON lines) to plot.
+    type: path
+  lines:
+    description: Lines to open the report with (what was run, wall time, a verdict).
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    description: Returns the sections; writes nothing.
+    support: full
+  diff_mode:
+    description: No diff is shown.
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Report of the day
+  tactician.nosql.report:
+    out_dir: "{{ tactician_lab_dir }}/reports/{{ now(utc=true, fmt='%Y%m%d') }}"
+    history: "{{ tactician_lab_dir }}/history.sqlite3"
+    cluster: cassandra
+    plan_files: "{{ query('ansible.builtin.fileglob', tactician_lab_dir ~ '/plans/cassandra-2*.yml') }}"
+"""
+
+RETURN = r"""
+report:
+  description: Paths of C(report.md) and C(report.html).
+  returned: success and not in check mode
+  type: dict
+images:
+  description: The PNG files written.
+  returned: success
+  type: list
+  elements: str
+sections:
+  description: Headings and lines of the report.
+  returned: success
+  type: list
+  elements: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.tactician.nosql.plugins.module_utils import effects, planfile, racing, report
+from ansible_collections.tactician.nosql.plugins.module_utils import history as history_store
+from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+
+
+def build(p, write):
+    """(sections, images) of the report; PNGs written only when write."""
+    sections, images = [], []
+    if p["lines"]:
+        sections.append(("Run", ["- %s" % line for line in p["lines"]], None))
+    if p["history"]:
+        if not p["cluster"]:
+            raise report.ReportError("cluster: needed to read the history")
+        store = history_store.open_history(p["history"], create=False, readonly=True)
+        try:
+            samples = store.samples(cluster=p["cluster"], node="cluster", since=p["since"], last=0)
+            records = effects.effects(store, p["cluster"])
+        finally:
+            store.close()
+        marks = []
+        for record in records:
+            window = (record["measured"].get("windows") or [{}, {}])[1]
+            if record["applied"] and window.get("time") is not None:
+                marks.append((float(window["time"]) - float(window.get("window_s") or 0.0), "step applied"))
+        path = os.path.join(p["out_dir"], "throughput.png")
+        lines = ["- %d samples of cluster %s" % (len(samples), p["cluster"])]
+        if samples and write:
+            images.append(report.plot_throughput(samples, path, marks=marks, title="%s: throughput" % p["cluster"]))
+        sections.append(("Throughput over time", lines, path if samples else None))
+        if records:
+            sections.append(
+                ("Realized effect against the prediction", ["- %s" % effects.summary(r) for r in records], None)
+            )
+    for number, plan_path in enumerate(p["plan_files"]):
+        doc = planfile.load_plan(plan_path)
+        lines = ["- file: %s" % os.path.basename(plan_path)] + ["- %s" % line for line in planfile.summary(doc)]
+        image = None
+        steps = [s for s in doc.get("steps") or [] if (s.get("predicted") or {}).get("ops_per_s_after") is not None]
+        if steps:
+            image = os.path.join(p["out_dir"], "gain-%d.png" % number)
+            if write:
+                _path, even = report.plot_gain_curve(
+                    steps[0], image, title="First switch of %s" % os.path.basename(plan_path)
+                )
+                images.append(image)
+            else:
+                even = report.gain_curve(steps[0])[0]
+            lines.append("- break-even of the first switch: %s" % ("%.0f s" % even if even is not None else "never"))
+        sections.append(("Plan %s" % doc.get("created"), lines, image))
+    if p["race_history"]:
+        trials = racing.TrialHistory(p["race_history"]).trials
+        image = os.path.join(p["out_dir"], "racing.png")
+        if write:
+            images.append(report.plot_racing(trials, image))
+        best = max((t["value"] for t in trials), default=None)
+        sections.append(
+            ("Racing progress", ["- %d evaluations, best %s ops/s" % (len(trials), best)], image if trials else None)
+        )
+    return sections, images
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            out_dir=dict(type="path", required=True),
+            title=dict(type="str", default="Tactician report"),
+            history=dict(type="path"),
+            cluster=dict(type="str"),
+            since=dict(type="raw"),
+            plan_files=dict(type="list", elements="path", default=[]),
+            race_history=dict(type="path"),
+            lines=dict(type="list", elements="str", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    fail_imports(module, [(name, None) for name in [report.missing_library()] if name])
+    p = module.params
+    write = not module.check_mode
+    try:
+        if write:
+            os.makedirs(p["out_dir"], exist_ok=True)
+        sections, images = build(p, write)
+        paths = report.write(p["out_dir"], p["title"], sections) if write else None
+    except (
+        report.ReportError,
+        planfile.PlanFileError,
+        racing.RaceError,
+        history_store.HistoryError,
+        effects.EffectError,
+    ) as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(
+        changed=write,
+        report={"markdown": paths[0], "html": paths[1]} if paths else None,
+        images=images,
+        sections=[{"heading": h, "lines": lines, "image": image} for h, lines, image in sections],
+    )
+
+
+if __name__ == "__main__":
+    main()
