@@ -53,6 +53,17 @@ def _when(value):
     raise ReportError("time: %r is neither epoch seconds nor an ISO 8601 time" % (value,))
 
 
+def _save(fig, ax, path, title, dates=False):
+    """Title, layout, the PNG written at path, the figure closed; returns path."""
+    ax.set_title(title)
+    if dates:
+        fig.autofmt_xdate()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_throughput(samples, path, marks=(), title="Throughput over time"):
     """samples: the cluster's workload samples (time, throughput, read_ratio); marks: [(time, label)] of applied
     steps. Writes a PNG at path; returns path."""
@@ -79,12 +90,7 @@ def plot_throughput(samples, path, marks=(), title="Throughput over time"):
         ax.annotate(
             label, (moment, ax.get_ylim()[1] * 0.95), rotation=90, va="top", ha="right", fontsize=7, color="tab:red"
         )
-    ax.set_title(title)
-    fig.autofmt_xdate()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, path, title, dates=True)
 
 
 def gain_curve(step, horizon_s=None):
@@ -120,12 +126,8 @@ def plot_gain_curve(step, path, title="Gain of the switch"):
         ax.annotate("break-even %.0f s" % even, (even, 0), xytext=(5, 10), textcoords="offset points", color="tab:red")
     ax.set_xlabel("seconds after the switch starts")
     ax.set_ylabel("ops gained (cumulative)")
-    ax.set_title(title)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path, even
+    return _save(fig, ax, path, title), even
 
 
 def plot_forecast(forecast, actual, path, field="read_ratio", title="Forecast against what was observed"):
@@ -147,12 +149,7 @@ def plot_forecast(forecast, actual, path, field="read_ratio", title="Forecast ag
     ax.set_ylabel(field.replace("_", " "))
     ax.legend()
     ax.grid(alpha=0.3)
-    ax.set_title(title)
-    fig.autofmt_xdate()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, path, title, dates=True)
 
 
 def plot_racing(trials, path, title="Racing progress"):
@@ -171,11 +168,7 @@ def plot_racing(trials, path, title="Racing progress"):
     ax.set_ylabel("ops/s")
     ax.legend()
     ax.grid(alpha=0.3)
-    ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, path, title)
 
 
 def markdown(title, sections):
