@@ -4,7 +4,10 @@ VENV := $(CURDIR)/.venv/bin
 export PATH := $(VENV):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: lab lab-up lab-status lab-down test bootstrap lint sanity units integration molecule build clean-lab
+.PHONY: demo lab lab-up lab-status lab-down test bootstrap lint sanity units integration molecule build clean-lab
+
+demo: bootstrap  ## main job: the lab, a phase-changing workload, autotune planning and applying, a report
+	scripts/demo.sh $(DEMO_ARGS)
 
 lab: bootstrap lab-up  ## bring up the local lab and show its health
 

@@ -198,7 +198,7 @@ def execute_schedule(params, the_plan, schedule, on_phase=None):
         spec = phase.workload(base)
         extra = {"maxexecutiontime": str(int(math.ceil(phase.duration_s)))}
         if not phase.rate:
-            extra["operationcount"] = str(10**12)
+            extra["operationcount"] = str(UNBOUNDED_OPERATIONS)
         started = time.time()
         result = _run_phase(params, the_plan, spec, "run", scans, extra, target=int(phase.rate))
         result.update(
@@ -213,6 +213,11 @@ def execute_schedule(params, the_plan, schedule, on_phase=None):
         if on_phase is not None:
             on_phase(result)
     return results
+
+
+UNBOUNDED_OPERATIONS = 2**31 - 1
+"""operationcount of a run bounded only by time: YCSB reads the property as a Java int (CoreWorkload sizes the
+zipfian generator from it), so a larger number fails the client at start."""
 
 
 def _run_phase(params, the_plan, spec, phase, scans, extra=None, target=0):

@@ -62,8 +62,8 @@ EXAMPLES = r"""
 - name: What the roll changed, next to what the plan predicted
   tactician.nosql.effect:
     plan_file: "{{ tactician_plans_dir }}/next.yml"
-    before: "{{ observed_before.cluster }}"
-    after: "{{ observed_after.cluster }}"
+    before: "{{ observed_before.aggregate }}"
+    after: "{{ observed_after.aggregate }}"
     history: "{{ tactician_lab_dir }}/history.sqlite3"
   register: effect
 """

@@ -156,7 +156,7 @@ EXAMPLES = r"""
     jmx_port: 7299
     login_user: cassandra
     login_password: "{{ cassandra_password }}"
-    peers: "{{ groups['cassandra'] | map('extract', hostvars) | map(attribute='tactician_peer') | list }}"
+    peers: "{{ query('tactician.nosql.cluster_nodes', 'cassandra', store='cassandra') }}"
 
 - name: Redis eviction, live
   tactician.nosql.reconfigure_node:

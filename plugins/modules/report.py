@@ -42,6 +42,15 @@ options:
     type: list
     elements: path
     default: []
+  forecast_files:
+    description:
+      - Forecasts to plot against what the history then observed (needs O(history) and O(cluster)), each a JSON
+        or YAML file holding the C(forecast) that M(tactician.nosql.predict) returned (C(t) and C(fields)), as
+        C(playbooks/autotune.yml) keeps them next to its plans. The read ratio is plotted, and the throughput
+        when the forecast has it.
+    type: list
+    elements: path
+    default: []
   race_history:
     description: A race's trial history (JSON lines) to plot.
     type: path
@@ -87,6 +96,7 @@ sections:
 
 import os
 
+import yaml
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import effects, planfile, racing, report
@@ -118,6 +128,8 @@ def build(p, write):
         if samples and write:
             images.append(report.plot_throughput(samples, path, marks=marks, title="%s: throughput" % p["cluster"]))
         sections.append(("Throughput over time", lines, path if samples else None))
+        for number, forecast_path in enumerate(p["forecast_files"]):
+            sections.extend(_forecast_sections(forecast_path, number, samples, p["out_dir"], write, images))
         if records:
             sections.append(
                 ("Realized effect against the prediction", ["- %s" % effects.summary(r) for r in records], None)
@@ -150,6 +162,33 @@ def build(p, write):
     return sections, images
 
 
+def _forecast_sections(forecast_path, number, samples, out_dir, write, images):
+    """One section per forecast field plotted (read ratio, and throughput when forecast) against the samples."""
+    try:
+        with open(forecast_path, encoding="utf-8") as handle:
+            doc = yaml.safe_load(handle)
+    except (OSError, yaml.YAMLError) as exc:
+        raise report.ReportError("forecast_files: cannot read %s: %s" % (forecast_path, exc)) from exc
+    forecast = doc.get("forecast", doc) if isinstance(doc, dict) else None
+    fields = forecast.get("fields") if isinstance(forecast, dict) else None
+    if not isinstance(fields, dict) or not forecast.get("t"):
+        raise report.ReportError("forecast_files: %s holds no forecast (t and fields)" % forecast_path)
+    sections = []
+    start, end = float(forecast["t"][0]), float(forecast["t"][-1])
+    seen = [s for s in samples if start <= float(s["time"]) <= end]
+    for field in [f for f in ("read_ratio", "throughput") if f in fields]:
+        label = field.replace("_", " ")
+        image = os.path.join(out_dir, "forecast-%d-%s.png" % (number, field))
+        if write:
+            images.append(report.plot_forecast(forecast, seen, image, field=field, title="Forecast of %s" % label))
+        lines = [
+            "- %s, method %s, %d steps; %d samples observed in its span"
+            % (os.path.basename(forecast_path), forecast.get("method", "?"), len(forecast["t"]), len(seen))
+        ]
+        sections.append(("Forecast against what was observed: %s" % label, lines, image))
+    return sections
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -159,6 +198,7 @@ def main():
             cluster=dict(type="str"),
             since=dict(type="raw"),
             plan_files=dict(type="list", elements="path", default=[]),
+            forecast_files=dict(type="list", elements="path", default=[]),
             race_history=dict(type="path"),
             lines=dict(type="list", elements="str", default=[]),
         ),

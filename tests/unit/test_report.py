@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
 from ansible_collections.tactician.nosql.plugins.module_utils import report
@@ -44,3 +47,20 @@ def test_bad_input_is_named(tmp_path):
         report.plot_forecast({"t": [1], "fields": {}}, [], str(tmp_path / "x.png"))
     with pytest.raises(report.ReportError, match="trials: no evaluations"):
         report.plot_racing([], str(tmp_path / "x.png"))
+
+
+def test_report_plots_kept_forecasts_against_the_samples(tmp_path):
+    from ansible_collections.tactician.nosql.plugins.modules import report as report_module
+
+    path = tmp_path / "lab-forecast-1.json"
+    forecast = {"t": [1000.0, 1030.0, 1060.0], "method": "markov", "fields": {"read_ratio": [0.9, 0.5, 0.5]}}
+    path.write_text(json.dumps({"cluster": "lab", "forecast": forecast}))
+    samples = [{"time": 1000.0 + 10 * i, "read_ratio": 0.8, "throughput": 100.0} for i in range(10)]
+    images = []
+    sections = report_module._forecast_sections(str(path), 0, samples, str(tmp_path), True, images)
+    assert [heading for heading, _lines, _image in sections] == ["Forecast against what was observed: read ratio"]
+    assert "method markov, 3 steps; 7 samples observed in its span" in sections[0][1][0]
+    assert images and os.path.exists(images[0])
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(report.ReportError, match="forecast_files: .*bad.json holds no forecast"):
+        report_module._forecast_sections(str(tmp_path / "bad.json"), 1, samples, str(tmp_path), False, [])

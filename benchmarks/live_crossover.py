@@ -1,0 +1,245 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Live settings measured side by side on a warm, loaded lab cluster: a crossover design.
+
+    .venv/bin/python benchmarks/live_crossover.py --mix read=0.95,update=0.05 \
+        --a '{"concurrent_reads": 32, "concurrent_writes": 32}' --b '{"concurrent_reads": 8, "concurrent_writes": 8}'
+    .venv/bin/python benchmarks/live_crossover.py --short            # 4 windows of 30 s
+    .venv/bin/python benchmarks/live_crossover.py --dataset .lab/datasets/lab-live.jsonl   # rows to fit a surrogate
+
+One client load runs without a break; every window the whole cluster switches between configuration A and B
+(live settings only, through nodetool on every node, as the catalog applies them), and the ops/s of each window
+are read from the client's own status lines, leaving out the first seconds after each switch. A, B, A, B ...
+windows next to each other share the machine's state (JIT warm-up, other tenants, compaction), which cold runs
+minutes apart do not: on this 2-CPU machine, cold runs of one configuration differ by up to 5x, adjacent windows
+by a few percent. Prints each window, the paired ratios B/A (each B window against the mean of its neighbours),
+their mean with a 95 % confidence interval, and appends one dataset row per window when --dataset is given (a
+node's share of the cluster's ops/s, the unit of the planner's single-node surrogate).
+The lab must be up (make lab).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import threading
+import time
+
+from _common import ROOT, use_collection
+
+use_collection()
+
+from ansible_collections.tactician.nosql.plugins.module_utils import catalog as catalog_mod  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils import loaddriver, loadrun, modeling  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils.cassandra_server import run_nodetool  # noqa: E402
+
+LAB = os.path.join(ROOT, ".lab")
+NODES = [("127.0.0.1", 7199), ("127.0.0.2", 7299), ("127.0.0.3", 7399)]
+T_975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23}
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--a", default='{"concurrent_reads": 32, "concurrent_writes": 32}', help="settings A (JSON)")
+    parser.add_argument("--b", default='{"concurrent_reads": 8, "concurrent_writes": 8}', help="settings B (JSON)")
+    parser.add_argument("--mix", default="read=0.95,update=0.05", help="operation shares, e.g. read=0.05,update=0.95")
+    parser.add_argument("--windows", type=int, default=8, help="windows in all (A and B in turns, A first)")
+    parser.add_argument("--window-s", type=float, default=45.0)
+    parser.add_argument("--skip-s", type=float, default=15.0, help="seconds left out after each switch")
+    parser.add_argument("--warmup-s", type=float, default=60.0, help="load before the first window")
+    parser.add_argument("--records", type=int, default=20000)
+    parser.add_argument("--threads", type=int, default=32)
+    parser.add_argument("--keyspace", default="tactician_crossover")
+    parser.add_argument("--dataset", help="append one row per window (the format tactician.nosql.model fits)")
+    parser.add_argument("--short", action="store_true", help="4 windows of 30 s, 10 s skipped, 30 s warm-up")
+    args = parser.parse_args(argv)
+    if args.short:
+        args.windows, args.window_s, args.skip_s, args.warmup_s = 4, 30.0, 10.0, 30.0
+    return args
+
+
+def parse_mix(text):
+    mix = {}
+    for part in text.split(","):
+        name, _sep, value = part.partition("=")
+        mix[name.strip()] = float(value)
+    if abs(sum(mix.values()) - 1.0) > 1e-6:
+        sys.exit("--mix: the shares must sum to 1 (got %s)" % text)
+    return mix
+
+
+def live_commands(settings):
+    """(setting, nodetool argv) of each setting, from the catalog's live entries; refuses restart-only settings."""
+    cat = catalog_mod.Catalog.for_store("cassandra", "5.0")
+    commands = []
+    for name, value in settings.items():
+        try:
+            entry = cat.entry(name)
+        except catalog_mod.CatalogError as exc:
+            sys.exit("--a/--b: %s" % exc)
+        live = entry.get("live") if entry else None
+        if not live or live.get("method") != "nodetool":
+            sys.exit("--a/--b: %s is not a live nodetool setting; the crossover switches live settings only" % name)
+        commands.append((name, [str(value) if arg == "{value}" else arg for arg in live["argv"]]))
+    return commands
+
+
+def apply(settings):
+    home = os.path.join(LAB, "cassandra-5.0.9")
+    for _name, argv in live_commands(settings):
+        for _host, port in NODES:
+            run_nodetool(home, "127.0.0.1", port, argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    settings = {"A": json.loads(args.a), "B": json.loads(args.b)}
+    mix = parse_mix(args.mix)
+    for value in settings.values():
+        live_commands(value)
+    with open(os.path.join(LAB, "secrets", "cassandra-password"), encoding="utf-8") as handle:
+        password = handle.readline().strip()
+    params = dict(
+        store="cassandra",
+        hosts=[host for host, _port in NODES],
+        port=9042,
+        login_user="tactician",
+        login_password=password,
+        tls=False,
+        ca_file=None,
+        workload="a",
+        properties={
+            "recordcount": str(args.records),
+            "requestdistribution": "zipfian",
+            "readproportion": str(mix.get("read", 0.0)),
+            "updateproportion": str(mix.get("update", 0.0)),
+            "insertproportion": "0",
+            "scanproportion": "0",
+            "readmodifywriteproportion": "0",
+        },
+        phases=["load"],
+        reload=True,
+        threads=args.threads,
+        processes=1,
+        target=0,
+        keyspace=args.keyspace,
+        replication_factor=3,
+        consistency="ONE",
+        database="ycsb",
+        auth_source="admin",
+        heap="512m",
+        timeout=3600,
+        java="java",
+        driver_home=os.path.join(LAB, "load-driver"),
+        server_pid_files=[],
+        schedule=None,
+    )
+    print("A = %s\nB = %s\nmix %s, %d records, %d threads" % (args.a, args.b, args.mix, args.records, args.threads))
+    apply(settings["A"])
+    loadrun.execute(params, loadrun.plan(params))
+    total = args.warmup_s + args.windows * args.window_s + 5
+    run_params = dict(params, phases=["run"], reload=False)
+    run_params["properties"] = dict(params["properties"], operationcount=str(loadrun.UNBOUNDED_OPERATIONS))
+    run_params["max_seconds"] = int(total)
+    outcome = {}
+
+    def drive():
+        try:
+            outcome["results"] = loadrun.execute(run_params, loadrun.plan(run_params))
+        except loadrun.LoadError as exc:
+            outcome["error"] = str(exc)
+
+    driver = threading.Thread(target=drive, daemon=True)
+    driver.start()
+    start = time.time()
+    windows = []
+    time.sleep(args.warmup_s)
+    for index in range(args.windows):
+        if not driver.is_alive():
+            break
+        name = "AB"[index % 2]
+        began = time.time()
+        apply(settings[name])
+        applied = time.time()
+        windows.append({"name": name, "switch": began, "from": applied + args.skip_s, "to": began + args.window_s})
+        time.sleep(max(0.0, began + args.window_s - time.time()))
+    driver.join()
+    apply(settings["A"])
+    if "error" in outcome:
+        sys.exit("the load failed: %s" % outcome["error"])
+    status = outcome["results"][-1]["status_by_process"][0]
+    for window in windows:
+        # A switch that took longer than the window leaves nothing to measure in it.
+        if window["to"] - window["from"] < 5:
+            window["ops_per_s"] = None
+        else:
+            window["ops_per_s"] = loaddriver.ops_between(status, window["from"], window["to"])
+        print(
+            "window %2d %s  t+%4.0f s  %8.0f ops/s  (switch took %.1f s)"
+            % (
+                windows.index(window) + 1,
+                window["name"],
+                window["from"] - start,
+                window["ops_per_s"] or 0,
+                window["from"] - args.skip_s - window["switch"],
+            )
+        )
+    ratios = []
+    for index, window in enumerate(windows):
+        if window["name"] != "B":
+            continue
+        neighbours = [windows[j]["ops_per_s"] for j in (index - 1, index + 1) if 0 <= j < len(windows)]
+        neighbours = [value for value in neighbours if value]
+        if neighbours and window["ops_per_s"]:
+            ratios.append(window["ops_per_s"] / statistics.mean(neighbours))
+    if ratios:
+        mean = statistics.mean(ratios)
+        half = (
+            T_975.get(len(ratios) - 1, 2.0) * statistics.stdev(ratios) / math.sqrt(len(ratios))
+            if len(ratios) > 1
+            else float("nan")
+        )
+        print("B/A per B window: %s" % ", ".join("%.3f" % r for r in ratios))
+        print("B/A mean %.3f, 95 %% CI [%.3f, %.3f] over %d pairs" % (mean, mean - half, mean + half, len(ratios)))
+    failed = outcome["results"][-1]["failed_total"]
+    print("failed operations: %d" % failed)
+    if args.dataset:
+        for number, window in enumerate(windows):
+            if not window["ops_per_s"]:
+                continue
+            modeling.append_row(
+                args.dataset,
+                "crossover/%s/%s/%d" % (time.strftime("%Y%m%dT%H%M%S", time.gmtime(start)), window["name"], number),
+                {
+                    "name": window["name"],
+                    "round": number,
+                    "workload": {
+                        "name": "a",
+                        "mix": mix,
+                        "requestdistribution": "zipfian",
+                        "records": args.records,
+                        "threads": args.threads,
+                    },
+                    "config": settings[window["name"]],
+                    # A node's share of the cluster's ops/s: the planner's f_ops is nodes x a node's prediction
+                    # (seed 001 Eq. 4), so a model fitted on these rows predicts the whole cluster's.
+                    "ops_per_s": round(window["ops_per_s"] / len(NODES), 1),
+                    "run": {
+                        "failed_total": failed,
+                        "wall_s": round(window["to"] - window["from"], 1),
+                        "design": "crossover",
+                        "cluster_ops_per_s": round(window["ops_per_s"], 1),
+                        "nodes": len(NODES),
+                    },
+                },
+            )
+        print("appended %d rows to %s" % (len(windows), args.dataset))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
