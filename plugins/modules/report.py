@@ -94,9 +94,9 @@ sections:
   elements: dict
 """
 
+import json
 import os
 
-import yaml
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils import effects, planfile, racing, report
@@ -162,13 +162,30 @@ def build(p, write):
     return sections, images
 
 
+def _json_or_yaml(path, text):
+    """The document of a forecast file: JSON (what autotune writes), else YAML when PyYAML is there."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        import yaml  # pylint: disable=import-outside-toplevel  # ships with ansible-core; only YAML files need it
+    except ImportError:
+        raise report.ReportError("forecast_files: %s is not JSON, and PyYAML is missing to read YAML" % path) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise report.ReportError("forecast_files: %s is neither JSON nor YAML: %s" % (path, exc)) from None
+
+
 def _forecast_sections(forecast_path, number, samples, out_dir, write, images):
     """One section per forecast field plotted (read ratio, and throughput when forecast) against the samples."""
     try:
         with open(forecast_path, encoding="utf-8") as handle:
-            doc = yaml.safe_load(handle)
-    except (OSError, yaml.YAMLError) as exc:
+            text = handle.read()
+    except OSError as exc:
         raise report.ReportError("forecast_files: cannot read %s: %s" % (forecast_path, exc)) from exc
+    doc = _json_or_yaml(forecast_path, text)
     forecast = doc.get("forecast", doc) if isinstance(doc, dict) else None
     fields = forecast.get("fields") if isinstance(forecast, dict) else None
     if not isinstance(fields, dict) or not forecast.get("t"):
