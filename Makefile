@@ -4,7 +4,7 @@ VENV := $(CURDIR)/.venv/bin
 export PATH := $(VENV):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: demo lab lab-up lab-status lab-down test bootstrap lint sanity units integration molecule build clean-lab
+.PHONY: demo lab lab-up lab-status lab-down test bootstrap lint sanity units integration molecule build clean-lab bench bench-short
 
 demo: bootstrap  ## main job: the lab, a phase-changing workload, autotune planning and applying, a report
 	scripts/demo.sh $(DEMO_ARGS)
@@ -43,3 +43,13 @@ molecule: bootstrap
 
 build: bootstrap
 	ansible-galaxy collection build --force --output-path .build/dist
+
+# The benchmarks need only the virtual environment (make bootstrap makes it); the ones that measure servers are
+# skipped unless BENCH_ARGS=--with-servers and the lab or bench node is up. Results go to results/<UTC time>/.
+bench:  ## every benchmark experiment, full size (under 90 minutes on 2 CPUs)
+	@test -x $(VENV)/python || { echo "make bench: no .venv; run make bootstrap first" >&2; exit 1; }
+	$(VENV)/python benchmarks/run.py $(BENCH_ARGS)
+
+bench-short:  ## every benchmark experiment, short size (under 10 minutes on 2 CPUs)
+	@test -x $(VENV)/python || { echo "make bench-short: no .venv; run make bootstrap first" >&2; exit 1; }
+	$(VENV)/python benchmarks/run.py --short $(BENCH_ARGS)

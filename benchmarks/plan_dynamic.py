@@ -7,6 +7,13 @@ baselines, side by side, on one simulated cluster, and the time a plan takes.
     .venv/bin/python benchmarks/plan_dynamic.py --short          # 1 h of each, under a minute
     .venv/bin/python benchmarks/plan_dynamic.py --model other.json --restart-s 70 --nodes 3 --rf 3 --cl ONE
 
+Throughput functions (--f-ops): "surrogate", the lab-trained surrogate (.lab/bench/models/cassandra-surrogate.json,
+made by playbooks/collect_training.yml on the bench node; not in the repository) and "synthetic", the analytic
+function with IRIS Fig. 1's trade-offs (SYNTHETIC below). The default, "both", runs the two side by side. Without
+the bench's surrogate (a fresh clone) the surrogate rows use the model the repository ships,
+catalog/models/cassandra-lab.json, and without that one too the synthetic function runs alone; the first line of
+the output says which model was used.
+
 The simulated cluster: f_ops(W, C) = nodes x the lab-trained surrogate's ops/s for workload W (the read ratio of
 each 30 s step as reads and updates, zipfian keys, the training's records and client threads) and configuration
 C; a switch restarts R = RF - CL nodes at a time, each batch offline T_r seconds (default 70 s, what a Cassandra
@@ -61,6 +68,9 @@ from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Cat
 
 STEP_S = 30.0
 MODEL = os.path.join(ROOT, ".lab", "bench", "models", "cassandra-surrogate.json")
+SHIPPED_MODEL = os.path.join(ROOT, "catalog", "models", "cassandra-lab.json")
+"""The surrogate the repository ships (fitted on the lab's live-settings crossover runs): the fallback when the
+bench's own model (made on the bench node, not in the repository) is missing."""
 BASE = {"requestdistribution": "zipfian", "records": 20000, "threads": 32}
 PAPER = (
     "IRIS (seed 001 Fig. 6, HPC queue): within 9.5 % of theoretical best; +18.9 % / +25.7 % over static-optimized "
@@ -170,6 +180,14 @@ class Simulation:
         self.optimum = [int(i) for i in np.argmax(self.F, axis=1)]
         self.static = int(np.argmax(self.F.sum(axis=0)))
 
+    def with_roll(self, roll):
+        """The same trace and candidates on a cluster that rolls differently (scale-out, aggressive, sets)."""
+        other = object.__new__(Simulation)
+        other.__dict__.update(self.__dict__)
+        other.roll = roll
+        other.line = planner.Timeline(self.F, roll, STEP_S, restart=self.restart)
+        return other
+
     def _add(self, config):
         key = tuner.config_key(config)
         for index, other in enumerate(self.candidates):
@@ -210,6 +228,48 @@ class Simulation:
         return executed, plan_times
 
 
+def load_surrogate(path, nodes, choice="both"):
+    """(f_ops, catalog, feasible, note): the lab surrogate as f_ops of a cluster of nodes, or (None, None, None,
+    note) when only the synthetic function is asked for or no surrogate file exists and "both" was asked for."""
+    if choice == "synthetic":
+        return None, None, None, "model: the synthetic function (IRIS Fig. 1 trade-offs), as asked"
+    fallback = ""
+    if not os.path.exists(path) and path == MODEL and os.path.exists(SHIPPED_MODEL):
+        fallback = "no lab surrogate at %s (it is made on the bench node, not shipped); " % os.path.relpath(path, ROOT)
+        path = SHIPPED_MODEL
+    if not os.path.exists(path):
+        where = os.path.relpath(path, ROOT)
+        if choice == "surrogate":
+            sys.exit(
+                "%s: no surrogate model; collect and fit one on the bench node first (docs/predict.md: "
+                "playbooks/collect_training.yml, then model action=fit kind=surrogate)" % where
+            )
+        return (
+            None,
+            None,
+            None,
+            "model: no lab surrogate at %s (it is made on the bench node, not shipped); using the synthetic function "
+            "alone (IRIS Fig. 1 trade-offs, benchmarks/plan_dynamic.py SYNTHETIC)" % where,
+        )
+    data, metadata = modelstore.load_model(path, kind="surrogate", store="cassandra")
+    catalog = Catalog.for_store("cassandra", metadata.get("store_version"))
+    model = sg.Surrogate.from_dict(data, catalog=catalog)
+    hardware = metadata["hardware_profile"]
+    f_ops = tuner.Throughput(model, hardware=hardware, nodes=nodes)
+    feasible = sg.feasible_by_catalog(catalog, memory_mb=hardware["ram_gb"] * 1024.0, heap_mb=hardware.get("heap_mb"))
+    r2 = (metadata.get("metrics") or {}).get("r2")
+    note = "model: %s%s surrogate %s (%d training rows, held-out R^2 %s) and the synthetic function" % (
+        fallback,
+        "the repository's" if os.path.abspath(path) == os.path.abspath(SHIPPED_MODEL) else "lab",
+        os.path.relpath(path, ROOT),
+        metadata.get("training_points", 0),
+        "%.3f" % r2 if isinstance(r2, (int, float)) else "?",
+    )
+    if choice == "surrogate":
+        note = note.rsplit(" and the", 1)[0]
+    return f_ops, catalog, feasible, note
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--short", action="store_true", help="1 h traces instead of 4 h")
@@ -229,32 +289,21 @@ def main():
         choices=["surrogate", "synthetic", "both"],
         help="throughput function: the lab-trained surrogate, IRIS-like known trade-offs, or both tables",
     )
+    parser.add_argument("--timing-repeats", type=int, default=3, help="make_plan runs timed per solver (median)")
     parser.add_argument("--markdown")
     parser.add_argument("--csv")
     args = parser.parse_args()
     started = time.time()
-    if not os.path.exists(args.model):
-        sys.exit(
-            "%s: no surrogate model; collect and fit one on the bench node first (docs/predict.md: "
-            "playbooks/collect_training.yml, then model action=fit kind=surrogate)" % args.model
-        )
-    data, metadata = modelstore.load_model(args.model, kind="surrogate", store="cassandra")
-    catalog = Catalog.for_store("cassandra", metadata.get("store_version"))
-    model = sg.Surrogate.from_dict(data, catalog=catalog)
-    hardware = metadata["hardware_profile"]
-    f_ops = tuner.Throughput(model, hardware=hardware, nodes=args.nodes)
-    feasible = sg.feasible_by_catalog(catalog, memory_mb=hardware["ram_gb"] * 1024.0, heap_mb=hardware.get("heap_mb"))
+    f_ops, catalog, feasible, model_note = load_surrogate(args.model, args.nodes, args.f_ops)
+    print(model_note)
     rule = rolling.batch_rule(args.rf, args.cl, args.nodes)
     roll = planner.Roll(nodes=args.nodes, batch=rule["batch"], restart_s=args.restart_s)
     lookahead = int(args.lookahead_s // STEP_S)
     duration = 3600.0 if args.short else 4 * 3600.0
     print(
-        "model %s (%d training rows, held-out R^2 %s); cluster %d nodes, %s, T_r %.0f s per batch (roll %.0f s); "
+        "cluster %d nodes, %s, T_r %.0f s per batch (roll %.0f s); "
         "lookahead %d steps of %.0f s (tail %.0f s, min gain %.3f); forecast %s"
         % (
-            os.path.relpath(args.model, ROOT),
-            metadata.get("training_points", 0),
-            (metadata.get("metrics") or {}).get("r2", "?"),
             args.nodes,
             rule["rule"],
             args.restart_s,
@@ -275,7 +324,7 @@ def main():
     csv_rows = []
     plan_times = []
     functions = []
-    if args.f_ops in ("surrogate", "both"):
+    if f_ops is not None:
         functions.append(("surrogate", f_ops))
     if args.f_ops in ("synthetic", "both"):
         functions.append(("synthetic", SyntheticThroughput(args.nodes)))
@@ -291,7 +340,12 @@ def main():
             future = ratios[k : k + steps]
             return future + [future[-1]] * (steps - len(future))
 
-        def predicted(k, steps, ratios=ratios):
+        made = {}  # the forecasts of this trace, shared by our controller from the default and from static-opt
+
+        # The defaults bind this trace's values to the closure (the loop rebinds the names).
+        def predicted(k, steps, ratios=ratios, made=made):  # pylint: disable=dangerous-default-value
+            if (k, steps) in made:
+                return made[k, steps]
             history = ratios[max(0, k - 500) : k]
             if len(history) < 20:
                 return [history[-1] if history else ratios[0]] * steps
@@ -300,7 +354,8 @@ def main():
                 steps,
                 method=args.method,
             )
-            return fc["fields"]["read_ratio"]
+            made[k, steps] = fc["fields"]["read_ratio"]
+            return made[k, steps]
 
         ours, times = sim.receding(predicted, lookahead, args.tail_s, args.min_gain)
         plan_times += times
@@ -313,6 +368,7 @@ def main():
         best = base["theoretical_best"]
         row = dict(
             workload=name,
+            f_ops=label,
             steps=len(ratios),
             default=base["default"],
             static_optimized=base["static_optimized"],
@@ -348,11 +404,16 @@ def main():
         )
         print(lines[-1] if len(lines) > 3 else "\n".join(lines), flush=True)
 
+    if f_ops is None:
+        timing = "planning time of make_plan: not measured (it needs a surrogate model)"
+        print("\n" + timing)
+        finish(args, lines, csv_rows, started, [model_note, timing])
+        return
     # Planning time of the plan module's engine for 60 decision points.
     schedule = schedules.hpc_job_queue(args.seed, concurrent_jobs=5, duration_s=1800.0, rate=200)
     ratios = forecast.series_from_schedule(schedule, STEP_S, fields=("read_ratio",))["read_ratio"][:60]
     times = {"exact": [], "ga": []}
-    for repeat in range(3):
+    for repeat in range(max(1, args.timing_repeats)):
         for solver, spent in times.items():
             t = time.monotonic()
             body = planning.make_plan(
@@ -369,24 +430,30 @@ def main():
             )
             spent.append(time.monotonic() - t)
     timings, ga_times = times["exact"], times["ga"]
-    print(
-        "\nplan for 60 decision points (make_plan: %d candidates, %d static searches): exact %.2f s (median of 3, "
+    timing = (
+        "plan for 60 decision points (make_plan: %d candidates, %d static searches): exact %.2f s (median of %d, "
         "max %.2f), genetic %.2f s; receding-horizon search alone: median %.1f ms per decision (%d decisions)"
         % (
             body["timing"]["candidates"],
             body["timing"]["searches"],
             statistics.median(timings),
+            len(timings),
             max(timings),
             statistics.median(ga_times),
             1000 * statistics.median(plan_times),
             len(plan_times),
         )
     )
+    print("\n" + timing)
+    finish(args, lines, csv_rows, started, [model_note, timing])
+
+
+def finish(args, lines, csv_rows, started, notes=()):
     print(PAPER)
     print("wall time %.1f s" % (time.time() - started))
     if args.markdown:
         with open(args.markdown, "w") as handle:
-            handle.write("\n".join(lines) + "\n")
+            handle.write("\n".join(lines) + "\n\n" + "".join("- %s\n" % note for note in notes))
     if args.csv:
         with open(args.csv, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(csv_rows[0]))

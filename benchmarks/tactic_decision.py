@@ -4,6 +4,7 @@
 
     .venv/bin/python benchmarks/tactic_decision.py            # 3,000 bootstrap examples, 1,000 held out, drift 2,000
     .venv/bin/python benchmarks/tactic_decision.py --short    # a tenth of each
+    .venv/bin/python benchmarks/tactic_decision.py --short --markdown t.md --csv t.csv
 
 - Decision time: TacticAdvisor.decide() on held-out samples - the triggered ones (SLA breach or saturation: the
   tree is asked) and all of them (untriggered ones answer "none" without it) - median and 99th percentile, against
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import csv
 import statistics
 import time
 
@@ -50,6 +52,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--short", action="store_true", help="a tenth of the examples")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--markdown", help="write the table as Markdown")
+    parser.add_argument("--csv", help="write the table as CSV")
     args = parser.parse_args()
     scale = 10 if args.short else 1
     train_n, test_n, drift_n = 3000 // scale, 1000 // scale, 2000 // scale
@@ -94,41 +98,67 @@ def main():
     frozen_late = statistics.mean(frozen_hits[half:])
 
     target_ms = 10.0
-    print("| measure | baseline | ours | ratio (baseline / ours for times, ours / baseline else) |")
-    print("|---|---|---|---|")
     median_t = statistics.median(decide_triggered)
     p99_t = percentile(decide_triggered, 0.99)
-    print(
-        "| decision time, triggered samples, median (ms) | PaSTA bound %.0f | %.3f | %.1f |"
-        % (target_ms, median_t, target_ms / median_t)
+    median_all = statistics.median(decide_all)
+    accuracy, majority_accuracy = right / triggered, majority_right / triggered
+    rows = [
+        ("decision time, triggered samples, median (ms)", "PaSTA bound", target_ms, median_t, target_ms / median_t),
+        ("decision time, triggered samples, p99 (ms)", "PaSTA bound", target_ms, p99_t, target_ms / p99_t),
+        ("decision time, all samples, median (ms)", "PaSTA bound", target_ms, median_all, target_ms / median_all),
+        ("learning one example, median (ms)", "-", None, statistics.median(learn_ms), None),
+        (
+            "accuracy on held-out triggered samples (%d)" % triggered,
+            "majority (%s)" % majority,
+            majority_accuracy,
+            accuracy,
+            accuracy / max(1e-9, majority_accuracy),
+        ),
+        (
+            "accuracy after drift, last %d triggered samples" % (len(online_hits) - half),
+            "frozen tree",
+            frozen_late,
+            online_late,
+            online_late / max(1e-9, frozen_late),
+        ),
+    ]
+    lines = [
+        "| measure | baseline | ours | ratio (baseline / ours for times, ours / baseline else) |",
+        "|---|---|---|---|",
+    ]
+    for measure, name, base_value, ours, ratio in rows:
+        if "time" in measure:
+            cells = (name + " %.0f" % base_value, "%.3f" % ours, "%.1f" % ratio)
+        elif base_value is None:
+            cells = (name, "%.3f" % ours, "-")
+        else:
+            cells = ("%s %.3f" % (name, base_value), "%.3f" % ours, "%.2f" % ratio)
+        lines.append("| %s | %s | %s | %s |" % (measure, *cells))
+    print("\n".join(lines))
+    note = "bootstrap %d examples, held out %d, drifted stream %d; wall time %.1f s" % (
+        train_n,
+        test_n,
+        drift_n,
+        time.time() - started,
     )
-    print(
-        "| decision time, triggered samples, p99 (ms) | PaSTA bound %.0f | %.3f | %.1f |"
-        % (target_ms, p99_t, target_ms / p99_t)
-    )
-    print(
-        "| decision time, all samples, median (ms) | PaSTA bound %.0f | %.3f | %.1f |"
-        % (target_ms, statistics.median(decide_all), target_ms / statistics.median(decide_all))
-    )
-    print("| learning one example, median (ms) | - | %.3f | - |" % statistics.median(learn_ms))
-    print(
-        "| accuracy on held-out triggered samples (%d) | majority (%s) %.3f | %.3f | %.2f |"
-        % (
-            triggered,
-            majority,
-            majority_right / triggered,
-            right / triggered,
-            (right / triggered) / max(1e-9, majority_right / triggered),
-        )
-    )
-    print(
-        "| accuracy after drift, last %d triggered samples | frozen tree %.3f | online %.3f | %.2f |"
-        % (len(online_hits) - half, frozen_late, online_late, online_late / max(1e-9, frozen_late))
-    )
-    print(
-        "\nbootstrap %d examples, held out %d, drifted stream %d; wall time %.1f s"
-        % (train_n, test_n, drift_n, time.time() - started)
-    )
+    print("\n" + note)
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n\n- %s\n" % note)
+    if args.csv:
+        with open(args.csv, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["measure", "baseline", "baseline_value", "ours", "ratio"])
+            for measure, name, base_value, ours, ratio in rows:
+                writer.writerow(
+                    [
+                        measure,
+                        name,
+                        "" if base_value is None else round(base_value, 5),
+                        round(ours, 5),
+                        "" if ratio is None else round(ratio, 4),
+                    ]
+                )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,127 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""benchmarks/run.py and benchmarks/_report.py: which experiments run or are skipped, the command lines, the
+headline tables next to the papers' figures, the plots and summary.md, without running a benchmark."""
+
+from __future__ import annotations
+
+import csv
+import os
+import sys
+
+import pytest
+
+BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "benchmarks")
+if BENCHMARKS not in sys.path:
+    sys.path.insert(0, BENCHMARKS)
+
+import _report  # noqa: E402
+import run  # noqa: E402
+
+SERVER = {"tuning_gain", "rolling_availability", "surrogate_accuracy", "resource_accuracy", "observe_accuracy"}
+SIMULATIONS = {"dynamic", "scale_out", "hetero", "noise", "forecast_accuracy", "tactic_decision"}
+
+
+def test_every_script_exists_and_server_experiments_say_what_they_need():
+    names = {e.name for e in run.EXPERIMENTS}
+    assert names >= SERVER | SIMULATIONS
+    for experiment in run.EXPERIMENTS:
+        assert os.path.exists(os.path.join(BENCHMARKS, experiment.script)), experiment.script
+        if experiment.name in SERVER:
+            line = run.skip_line(experiment)
+            assert line.startswith("skipped: needs ") and "(" in line and ("make lab" in line or "playbooks/" in line)
+        if experiment.name in SIMULATIONS:
+            assert not experiment.server
+
+
+def test_commands_write_into_the_results_folder_and_show_no_absolute_path(tmp_path):
+    out = os.path.join(run.ROOT, "results", "x")
+    args = run.command(run.BY_NAME["dynamic"], True, out)
+    assert args[1] == os.path.join("benchmarks", "plan_dynamic.py") and "--short" in args
+    assert args[args.index("--csv") + 1] == os.path.join(out, "dynamic.csv")
+    text = run.shown(args)
+    assert text.startswith(".venv/bin/python benchmarks/plan_dynamic.py --short")
+    assert run.ROOT not in text and "results/x/dynamic.md" in text
+    full = run.command(run.BY_NAME["forecast_accuracy"], False, out)
+    assert "--short" not in full and full[full.index("--jobs") + 1] == "1"
+    assert "--markdown" not in run.command(run.BY_NAME["tuning_gain"], True, out)
+    fresh = run.command(run.BY_NAME["dynamic"], True, out, lab_model=False)
+    assert fresh[fresh.index("--model") + 1] == os.path.join("catalog", "models", "cassandra-lab.json")
+
+
+def test_servers_are_skipped_and_summary_is_written(tmp_path, capsys):
+    code = run.main(["--short", "--only", "tuning_gain", "observe_accuracy", "--out", str(tmp_path)])
+    assert code == 0
+    text = (tmp_path / "summary.md").read_text()
+    assert "skipped: needs the bench Cassandra node" in text and "make lab" in text
+    assert "# Benchmark results (short)" in text and "machine: " in text and "command: `" in text
+    assert "skipped: needs" in capsys.readouterr().out
+    assert run.main(["--list"]) == 0
+
+
+def test_model_lines():
+    log = "x\nmodel: lab surrogate a.json and the synthetic function\nthroughput: a field\n  model: not at start"
+    assert run.model_lines(log) == ["model: lab surrogate a.json and the synthetic function"]
+
+
+def _write(path, rows):
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return _report.read_csv(path)
+
+
+DYNAMIC = [
+    dict(
+        workload="hpc-1 (synthetic)",
+        default=100,
+        static_optimized=110,
+        naive=80,
+        ours=121,
+        ours_oracle=132,
+        theoretical_best=140,
+    )
+]
+
+
+def test_headlines_put_ours_next_to_the_paper(tmp_path):
+    rows = _write(tmp_path / "d.csv", DYNAMIC)
+    header, body = _report.headline_dynamic(rows)
+    assert len(header) == len(body[0])
+    assert body[0][1] == "+10.0 % / +20.0 %" and body[0][2].startswith("+18.9 %")
+    assert body[0][3] == "0.864 / 0.943" and body[0][5] == "-20.0 %"
+    hetero = _write(
+        tmp_path / "h.csv",
+        [
+            dict(store="redis", trace="hpc-1", system="ours (oracle)", ratio_to_best=0.9, vs_static=0.043),
+            dict(store="redis", trace="hpc-1", system="homogeneous-dynamic", ratio_to_best=0.7, vs_static=-0.1),
+        ],
+    )
+    header, body = _report.headline_hetero(hetero)
+    assert body[0][:2] == ["redis", "hpc-1"] and "+4.3 %" in body[0] and "+19 %" in body[0][-1]
+    forecast = _write(
+        tmp_path / "f.csv",
+        [
+            {"field": "read_ratio", "workload": "abrupt-slow", "method": "arima", "1 min": "0.9", "2 min": "0.8"}
+            | {"5 min": "0.7", "15 min": "0.6", "lookahead_s": "300", "n": "61"},
+            {"field": "throughput", "workload": "abrupt-slow", "method": "arima", "1 min": "1", "2 min": "1"}
+            | {"5 min": "1", "15 min": "1", "lookahead_s": "900", "n": "61"},
+        ],
+    )
+    _header, body = _report.headline_forecast(forecast)
+    assert body == [["abrupt-slow", "arima", "90 / 80 / 70 / 60 %", "5 min", _report.PAPER_FORECAST["abrupt-slow"]]]
+    assert _report.markdown_table(["a", "b"], [[1, 2]]) == ["| a | b |", "|---|---|", "| 1 | 2 |"]
+
+
+def test_numbers_and_names():
+    assert _report.number("") is None and _report.number("2.5") == 2.5
+    assert _report.pct(0.1234) == "+12.3 %" and _report.pct(None) == "-"
+    assert _report.over("110", "100") == pytest.approx(0.1) and _report.share("1", "0") is None
+    assert _report.trace_of("hpc-5 (surrogate)") == ("hpc-5", "surrogate")
+
+
+def test_a_plot_is_written(tmp_path):
+    rows = _write(tmp_path / "d.csv", DYNAMIC)
+    paths = _report.plot_dynamic(rows, str(tmp_path))
+    assert paths and os.path.getsize(paths[0]) > 1000
