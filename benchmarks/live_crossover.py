@@ -103,15 +103,11 @@ def main(argv=None):
         live_commands(value)
     with open(os.path.join(LAB, "secrets", "cassandra-password"), encoding="utf-8") as handle:
         password = handle.readline().strip()
-    params = dict(
+    params = loadrun.with_defaults(
         store="cassandra",
         hosts=[host for host, _port in NODES],
-        port=9042,
         login_user="tactician",
         login_password=password,
-        tls=False,
-        ca_file=None,
-        workload="a",
         properties={
             "recordcount": str(args.records),
             "requestdistribution": "zipfian",
@@ -124,19 +120,9 @@ def main(argv=None):
         phases=["load"],
         reload=True,
         threads=args.threads,
-        processes=1,
-        target=0,
         keyspace=args.keyspace,
         replication_factor=3,
-        consistency="ONE",
-        database="ycsb",
-        auth_source="admin",
-        heap="512m",
-        timeout=3600,
-        java="java",
         driver_home=os.path.join(LAB, "load-driver"),
-        server_pid_files=[],
-        schedule=None,
     )
     print("A = %s\nB = %s\nmix %s, %d records, %d threads" % (args.a, args.b, args.mix, args.records, args.threads))
     apply(settings["A"])

@@ -129,32 +129,18 @@ def main(argv=None):
     if defaults and ansible("rolling_reconfigure.yml", reset, os.path.join(args.out, "logs", "reset.log")) != 0:
         sys.exit("the reset to the defaults failed; see %s" % os.path.join(args.out, "logs", "reset.log"))
 
-    params = dict(
+    params = loadrun.with_defaults(
         store="cassandra",
         hosts=HOSTS,
-        port=9042,
         login_user="tactician",
         login_password=password,
-        tls=False,
-        ca_file=None,
-        workload="a",
         properties={"recordcount": str(args.records), "requestdistribution": "zipfian"},
         phases=["load"],
         reload=True,
         threads=args.threads,
-        processes=1,
-        target=0,
         keyspace="tactician_demo",
         replication_factor=3,
-        consistency="ONE",
-        database="ycsb",
-        auth_source="admin",
-        heap="512m",
-        timeout=3600,
-        java="java",
         driver_home=os.path.join(LAB, "load-driver"),
-        server_pid_files=[],
-        schedule=None,
     )
     say("loading %d records into keyspace tactician_demo (RF 3)" % args.records)
     loadrun.execute(params, loadrun.plan(params))

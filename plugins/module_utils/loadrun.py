@@ -215,6 +215,34 @@ def execute_schedule(params, the_plan, schedule, on_phase=None):
     return results
 
 
+def with_defaults(**given):
+    """A full parameter mapping for plan()/execute() outside a module: the load module's defaults, then given."""
+    params = dict(
+        port=9042,
+        tls=False,
+        ca_file=None,
+        workload="a",
+        properties={},
+        phases=["run"],
+        reload=False,
+        threads=32,
+        processes=1,
+        target=0,
+        keyspace="ycsb",
+        replication_factor=1,
+        consistency="ONE",
+        database="ycsb",
+        auth_source="admin",
+        heap="512m",
+        timeout=3600,
+        java="java",
+        server_pid_files=[],
+        schedule=None,
+    )
+    params.update(given)
+    return params
+
+
 UNBOUNDED_OPERATIONS = 2**31 - 1
 """operationcount of a run bounded only by time: YCSB reads the property as a Java int (CoreWorkload sizes the
 zipfian generator from it), so a larger number fails the client at start."""

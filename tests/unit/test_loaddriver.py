@@ -165,3 +165,14 @@ def test_bad_schedule_file_names_the_field(tmp_path):
     path.write_text("version: 1\nseed: 0\nphases:\n  - duration_s: 10\n    mix: {reed: 1.0}\n    rate: 5\n")
     with pytest.raises(loadrun.LoadError, match=r"^schedule: phases\[0\]\.mix"):
         loadrun.load_schedule({"schedule": str(path)})
+
+
+def test_loadrun_defaults_are_completed_by_what_is_given():
+    from ansible_collections.tactician.nosql.plugins.module_utils import loadrun
+
+    params = loadrun.with_defaults(store="cassandra", hosts=["127.0.0.1"], threads=8)
+    assert params["threads"] == 8 and params["keyspace"] == "ycsb" and params["target"] == 0
+    assert (
+        params["server_pid_files"] == []
+        and loadrun.with_defaults()["server_pid_files"] is not params["server_pid_files"]
+    )
