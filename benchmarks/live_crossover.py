@@ -54,12 +54,35 @@ def parse_args(argv):
     parser.add_argument("--records", type=int, default=20000)
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--keyspace", default="tactician_crossover")
+    parser.add_argument(
+        "--caching",
+        help='the table\'s caching option after the load, e.g. \'{"keys": "ALL", "rows_per_partition": "ALL"}\''
+        " (the row cache holds rows only of tables that ask for it)",
+    )
     parser.add_argument("--dataset", help="append one row per window (the format tactician.nosql.model fits)")
     parser.add_argument("--short", action="store_true", help="4 windows of 30 s, 10 s skipped, 30 s warm-up")
     args = parser.parse_args(argv)
     if args.short:
         args.windows, args.window_s, args.skip_s, args.warmup_s = 4, 30.0, 10.0, 30.0
     return args
+
+
+def set_caching(params, keyspace, caching):
+    """ALTER TABLE <keyspace>.usertable WITH caching = ..., checked by the schema module's rules."""
+    from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
+    from ansible_collections.tactician.nosql.plugins.module_utils import cassandra_schema
+
+    wanted = cassandra_schema.normalize_caching(caching)
+    cluster, session = cql.connect(dict(cql.params_from_any(params), login_hosts=params["hosts"]))
+    try:
+        session.execute(
+            "ALTER TABLE %s.usertable WITH caching = {%s}"
+            % (keyspace, ", ".join("'%s': '%s'" % item for item in sorted(wanted.items()))),
+            timeout=60,
+        )
+    finally:
+        cluster.shutdown()
+    print("caching of %s.usertable: %s" % (keyspace, wanted))
 
 
 def parse_mix(text):
@@ -84,13 +107,22 @@ def live_commands(settings):
         live = entry.get("live") if entry else None
         if not live or live.get("method") != "nodetool":
             sys.exit("--a/--b: %s is not a live nodetool setting; the crossover switches live settings only" % name)
-        commands.append((name, [str(value) if arg == "{value}" else arg for arg in live["argv"]]))
+        try:
+            # The settings themselves are the "current" values of commands that set several at once.
+            commands.append((name, cat.live_action(name, value, current=settings)["nodetool"]))
+        except catalog_mod.CatalogError as exc:
+            sys.exit("--a/--b: %s" % exc)
     return commands
 
 
 def apply(settings):
     home = os.path.join(LAB, "cassandra-5.0.9")
+    done = []
     for _name, argv in live_commands(settings):
+        # setcachecapacity sets three caches at once: one call per node, not three.
+        if argv in done:
+            continue
+        done.append(argv)
         for _host, port in NODES:
             run_nodetool(home, "127.0.0.1", port, argv)
 
@@ -127,6 +159,8 @@ def main(argv=None):
     print("A = %s\nB = %s\nmix %s, %d records, %d threads" % (args.a, args.b, args.mix, args.records, args.threads))
     apply(settings["A"])
     loadrun.execute(params, loadrun.plan(params))
+    if args.caching:
+        set_caching(params, args.keyspace, json.loads(args.caching))
     total = args.warmup_s + args.windows * args.window_s + 5
     run_params = dict(params, phases=["run"], reload=False)
     run_params["properties"] = dict(params["properties"], operationcount=str(loadrun.UNBOUNDED_OPERATIONS))

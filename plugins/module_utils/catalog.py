@@ -244,6 +244,9 @@ def check_structure(data, where="catalog"):
         for other in (live or {}).get("requires") or []:
             if other not in seen:
                 problems.append("%s: live.requires names unknown parameter %s" % (entry.get("name"), other))
+        restart_from = (live or {}).get("restart_from")
+        if restart_from is not None and not isinstance(restart_from, list):
+            problems.append("%s: live.restart_from must be a list of values" % entry.get("name"))
     for rule in data.get("constraints") or []:
         for key in ("smaller", "larger"):
             if rule.get(key) not in seen:
@@ -711,8 +714,15 @@ class Catalog:
             return math.isclose(float(left), float(right), rel_tol=1e-6, abs_tol=1e-9)
         return left == right
 
-    def apply_kind(self, name):
-        return self._entry(name)["apply"]
+    def apply_kind(self, name, before=None):
+        """live, restart or table. A live setting whose running value is one of its live.restart_from values (a
+        row cache started at 0 is a no-op cache whose capacity cannot be set) needs a restart to change."""
+        entry = self._entry(name)
+        if entry["apply"] == "live" and before is not None:
+            for value in (entry.get("live") or {}).get("restart_from") or []:
+                if self.equal(name, before, value):
+                    return "restart"
+        return entry["apply"]
 
     def split(self, changes):
         """(live, restart, table) dicts of changes by canonical name."""

@@ -108,7 +108,7 @@ def _restart_matrix(catalog, configs):
             if a == b:
                 continue
             changed = [n for n in configs[a] if not catalog.equal(n, configs[a][n], configs[b].get(n))]
-            restart[a, b] = any(catalog.apply_kind(n) != "live" for n in changed)
+            restart[a, b] = any(catalog.apply_kind(n, configs[a][n]) != "live" for n in changed)
     return restart
 
 
@@ -558,8 +558,8 @@ def run_plan(
                     "offset_s": 0.0,
                     "configuration": setting,
                     "full_configuration": found["config"],
-                    "restart": any(catalog.apply_kind(n) != "live" for n in setting),
-                    "roll_s": roll.duration(any(catalog.apply_kind(n) != "live" for n in setting)),
+                    "restart": any(catalog.apply_kind(n, current_full.get(n)) != "live" for n in setting),
+                    "roll_s": roll.duration(any(catalog.apply_kind(n, current_full.get(n)) != "live" for n in setting)),
                     "workload": workload,
                     "predicted": {
                         "ops_per_s_before": round(before, 1),

@@ -35,7 +35,7 @@ def compare(catalog, wanted, current):
         before = current.get(name)
         if before is not None and catalog.equal(name, before, value):
             continue
-        changes[name] = dict(before=before, after=value, apply=catalog.apply_kind(name))
+        changes[name] = dict(before=before, after=value, apply=catalog.apply_kind(name, before))
     return changes
 
 

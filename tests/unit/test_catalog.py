@@ -478,6 +478,30 @@ def test_live_action_cassandra(cassandra):
         cassandra.live_action("compaction", "LCS")
 
 
+def test_row_cache_from_zero_needs_a_restart(cassandra):
+    # A node started with row_cache_size 0 runs a no-op cache whose capacity nodetool cannot set.
+    assert cassandra.apply_kind("row_cache_size") == "live"
+    assert cassandra.apply_kind("row_cache_size", "0MiB") == "restart"
+    assert cassandra.apply_kind("row_cache_size", 0) == "restart"
+    assert cassandra.apply_kind("row_cache_size", "16MiB") == "live"
+    assert cassandra.apply_kind("key_cache_size", 0) == "live"
+
+
+def test_restart_from_must_be_a_list(tmp_path):
+    import yaml
+
+    from ansible_collections.tactician.nosql.plugins.module_utils import catalog as catalog_mod
+
+    data = catalog_mod.Catalog.for_store("cassandra", "5.0").to_dict()
+    for entry in data["parameters"]:
+        if entry["name"] == "row_cache_size":
+            entry["live"]["restart_from"] = 0
+    path = tmp_path / "bad.yml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(CatalogError, match="row_cache_size: live.restart_from must be a list of values"):
+        catalog_mod.load_catalog_file(str(path))
+
+
 def test_live_action_redis(redis):
     assert redis.live_action("maxmemory", "100mb") == {"config_set": ["maxmemory", "104857600"]}
     assert redis.live_action("appendonly", True) == {"config_set": ["appendonly", "yes"]}

@@ -18,7 +18,7 @@ class FakeCatalog:
             raise CatalogError("memtable_heap_space: 99999 MiB is out of range [16, 4096] MiB")
         return {name: int(value) if name != "compaction" else value for name, value in settings.items()}
 
-    def apply_kind(self, name):
+    def apply_kind(self, name, before=None):
         return self.kinds[name]
 
     def requires(self, name):
