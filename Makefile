@@ -46,10 +46,9 @@ build: bootstrap
 
 # The benchmarks need only the virtual environment (make bootstrap makes it); the ones that measure servers are
 # skipped unless BENCH_ARGS=--with-servers and the lab or bench node is up. Results go to results/<UTC time>/.
-bench:  ## every benchmark experiment, full size (under 90 minutes on 2 CPUs)
-	@test -x $(VENV)/python || { echo "make bench: no .venv; run make bootstrap first" >&2; exit 1; }
-	$(VENV)/python benchmarks/run.py $(BENCH_ARGS)
+bench: bootstrap  ## every benchmark experiment, full size, servers started and stopped as needed
+	$(VENV)/python benchmarks/run.py --servers start $(BENCH_ARGS)
 
-bench-short:  ## every benchmark experiment, short size (under 10 minutes on 2 CPUs)
+bench-short:  ## the simulations at their short size (under 10 minutes on 2 CPUs); servers: BENCH_ARGS="--servers start"
 	@test -x $(VENV)/python || { echo "make bench-short: no .venv; run make bootstrap first" >&2; exit 1; }
 	$(VENV)/python benchmarks/run.py --short $(BENCH_ARGS)

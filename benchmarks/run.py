@@ -4,14 +4,19 @@
 results folder one Markdown table and one CSV per experiment, PNG plots, and summary.md with every figure next to
 the paper's, the command and the machine it came from.
 
-    .venv/bin/python benchmarks/run.py --short            # make bench-short: under 10 minutes on 2 CPUs
-    .venv/bin/python benchmarks/run.py                    # make bench: under 90 minutes
+    .venv/bin/python benchmarks/run.py --servers start    # make bench: the full set, servers included
+    .venv/bin/python benchmarks/run.py --short            # make bench-short: the simulations, short sizes
+    .venv/bin/python benchmarks/run.py --short --servers start   # every experiment at its short size
     .venv/bin/python benchmarks/run.py --short --only dynamic hetero --out results/try
-    .venv/bin/python benchmarks/run.py --with-servers     # also the experiments that need the lab or bench node
+    .venv/bin/python benchmarks/run.py --servers use      # the servers are up already (make lab, bench node)
     .venv/bin/python benchmarks/run.py --list
 
-The simulations need no server. The experiments that measure real servers are skipped, with what they need and the
-command that brings it up, unless --with-servers is given; run.py never starts or stops a server itself.
+The simulations need no server. The experiments that measure real servers need the lab (3 Cassandra nodes, the
+Redis cluster) or the bench node (one Cassandra node on 127.0.0.31). With --servers skip (the default) they are
+listed as skipped, with what they need; with --servers use they run against servers that are up; with --servers
+start run.py brings up each site that is not up yet (playbooks/lab_up.yml), runs what a site's experiments need
+first when it is missing (the bench node's resource model: playbooks/calibrate.yml), runs them, and stops the site
+again if it started it. Server experiments run after the simulations, one site at a time.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -30,6 +36,34 @@ from _common import ROOT
 
 RESULTS = os.path.join(ROOT, "results")
 BENCH_NODE = "the bench Cassandra node (ansible-playbook -i inventories/bench playbooks/lab_up.yml)"
+LAB = "the lab's Cassandra and Redis clusters (make lab)"
+
+
+@dataclass(frozen=True)
+class Site:
+    """Servers some experiments need: how to tell they are up, bring them up and stop them."""
+
+    name: str
+    inventory: str | None
+    probe: tuple  # (address, port) that answers when the site is up
+    title: str
+
+    def playbook(self, name):
+        argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook")]
+        if self.inventory:
+            argv += ["-i", self.inventory]
+        return argv + [os.path.join("playbooks", name)]
+
+
+SITES = {
+    "lab": Site("lab", None, ("127.0.0.1", 9042), "the lab (3 Cassandra nodes, Redis cluster)"),
+    "bench": Site("bench", os.path.join("inventories", "bench"), ("127.0.0.31", 9042), "the bench Cassandra node"),
+}
+# What a bench experiment needs before it runs, when it is missing: (file, playbook that makes it, what it is).
+RESOURCE_MODEL = os.path.join(".lab", "bench", "models", "cassandra-resource.json")
+PREREQUISITES = {
+    "resource_accuracy": [(RESOURCE_MODEL, "calibrate.yml", "the bench node's resource model")],
+}
 
 
 @dataclass(frozen=True)
@@ -43,6 +77,7 @@ class Experiment:
     needs: str | None = None
     outputs: bool = True
     extra: tuple = ()
+    site: str | None = None
 
     @property
     def server(self):
@@ -89,31 +124,32 @@ EXPERIMENTS = (
         "seed 000 (PaSTA)",
     ),
     Experiment(
-        "tuning_gain",
-        "tuning_gain.py",
-        "Real tuning gain: default vs racing vs surrogate + GA, YCSB A and E",
-        "seed 004 (irace)",
-        needs=BENCH_NODE,
-        outputs=False,
-    ),
-    Experiment(
         "rolling_availability",
         "rolling_availability.py",
-        "Availability during a rolling reconfiguration",
+        "Availability during a rolling reconfiguration, CL ONE",
         "seed 001 section 4.5, seed 002 complete-sets",
-        short=(),
-        needs="the lab's Cassandra and Redis clusters (make lab)",
+        short=("--stores", "cassandra"),
+        needs=LAB,
         outputs=False,
+        site="lab",
+    ),
+    Experiment(
+        "rolling_availability_quorum",
+        "rolling_availability.py",
+        "Availability during a rolling reconfiguration, CL QUORUM",
+        "seed 001 section 4.5, seed 002 complete-sets",
+        short=("--stores", "cassandra"),
+        needs=LAB,
+        outputs=False,
+        extra=("--cl", "QUORUM"),
+        site="lab",
     ),
     Experiment(
         "surrogate_accuracy",
         "surrogate_accuracy.py",
         "Throughput surrogate R^2 / RMSE on held-out configurations",
         "seed 002 (OptimusCloud) R^2 0.91",
-        short=(),
-        needs="the bench training dataset .lab/bench/datasets/cassandra-surrogate.jsonl (ansible-playbook -i "
-        "inventories/bench playbooks/lab_up.yml, then ansible-playbook -i inventories/bench "
-        "playbooks/collect_training.yml)",
+        short=("--splits", "5"),
     ),
     Experiment(
         "resource_accuracy",
@@ -122,6 +158,7 @@ EXPERIMENTS = (
         "seed 003 (Cruz et al.) Table 4",
         needs="the bench Cassandra node and its calibrated resource model (ansible-playbook -i inventories/bench "
         "playbooks/lab_up.yml, then ansible-playbook -i inventories/bench playbooks/calibrate.yml)",
+        site="bench",
     ),
     Experiment(
         "observe_accuracy",
@@ -129,8 +166,10 @@ EXPERIMENTS = (
         "Observe accuracy: what the load driver did against what observe saw",
         "seed 000 monitoring features",
         short=("--workloads", "a", "c"),
-        needs="the lab's Cassandra and Redis clusters (make lab)",
+        full=("--workloads", "a", "b", "c", "e"),
+        needs=LAB,
         outputs=False,
+        site="lab",
     ),
     Experiment(
         "tactic_bootstrap",
@@ -139,13 +178,111 @@ EXPERIMENTS = (
         "seed 000 (PaSTA) 4.1",
         needs=BENCH_NODE,
         outputs=False,
+        site="bench",
+    ),
+    # Last: the longest, and its races and rounds start from scratch in the results folder.
+    Experiment(
+        "tuning_gain",
+        "tuning_gain.py",
+        "Real tuning gain: default vs racing vs surrogate + GA, YCSB A and E, 10 rounds side by side",
+        "seed 004 (irace)",
+        short=("--short", "--workloads", "a", "--budget-s", "120", "--rounds", "2", "--run-s", "10", "--warmup-s", "5"),
+        full=("--budget-s", "300", "--rounds", "10", "--run-s", "10", "--warmup-s", "10"),
+        needs=BENCH_NODE,
+        outputs=False,
+        site="bench",
     ),
 )
 BY_NAME = {e.name: e for e in EXPERIMENTS}
 
 
 def skip_line(experiment):
-    return "skipped: needs %s; rerun with --with-servers once it is up" % experiment.needs
+    return "skipped: needs %s; rerun with --servers start (or --servers use once it is up)" % experiment.needs
+
+
+def site_up(site, timeout=2.0):
+    """Whether the site's probe address accepts a connection."""
+    try:
+        with socket.create_connection(site.probe, timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def run_logged(argv, log_path, label):
+    """Run a command (a playbook) with its output in log_path; returns (ok, seconds)."""
+    started = time.monotonic()
+    with open(log_path, "w", encoding="utf-8") as log:
+        log.write("$ %s\n" % shown(argv))
+        log.flush()
+        try:
+            rc = subprocess.run(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+        except OSError as exc:
+            log.write("%s\n" % exc)
+            rc = -1
+    seconds = time.monotonic() - started
+    print("  %s: %s in %.0f s (%s)" % (label, "ok" if rc == 0 else "FAILED", seconds, os.path.basename(log_path)))
+    return rc == 0, seconds
+
+
+class Servers:
+    """Brings sites up for their experiments (--servers start) and stops the ones it started."""
+
+    def __init__(self, mode, out_dir):
+        self.mode = mode
+        self.out_dir = out_dir
+        self.started = []
+        self.steps = []  # (what, status, seconds) for summary.md
+
+    def ready(self, site):
+        """None when the site's experiments can run, else why they cannot."""
+        if site_up(site):
+            return None
+        if self.mode != "start":
+            return "%s is not up" % site.title
+        ok, seconds = run_logged(
+            site.playbook("lab_up.yml"), os.path.join(self.out_dir, "%s-up.log" % site.name), "bring up %s" % site.title
+        )
+        self.steps.append(("bring up %s" % site.title, "ok" if ok else "failed", seconds))
+        if not ok:
+            return "bringing up %s failed (see %s-up.log)" % (site.title, site.name)
+        self.started.append(site)
+        return None
+
+    def prepare(self, experiment, site):
+        """None when what the experiment needs is there (made now with --servers start), else why not."""
+        for path, playbook, what in PREREQUISITES.get(experiment.name, []):
+            if os.path.exists(os.path.join(ROOT, path)):
+                continue
+            if self.mode != "start":
+                return "%s is missing (%s)" % (what, path)
+            ok, seconds = run_logged(
+                site.playbook(playbook), os.path.join(self.out_dir, "%s-prepare.log" % experiment.name), what
+            )
+            self.steps.append(("make %s (%s)" % (what, playbook), "ok" if ok else "failed", seconds))
+            if not ok:
+                return "making %s failed (see %s-prepare.log)" % (what, experiment.name)
+        return None
+
+    def done_with(self, site):
+        """Stop the site when this run started it."""
+        if site not in self.started:
+            return
+        ok, seconds = run_logged(
+            site.playbook("lab_down.yml"), os.path.join(self.out_dir, "%s-down.log" % site.name), "stop %s" % site.title
+        )
+        self.steps.append(("stop %s" % site.title, "ok" if ok else "failed", seconds))
+        self.started.remove(site)
+
+    def close(self):
+        for site in list(self.started):
+            self.done_with(site)
+
+
+def ordered(experiments):
+    """Simulations first, then the experiments of each site together (so a site is brought up once)."""
+    order = [None] + list(SITES)
+    return sorted(experiments, key=lambda e: order.index(e.site if e.server else None))
 
 
 def command(experiment, short, out_dir, lab_model=True):
@@ -160,6 +297,8 @@ def command(experiment, short, out_dir, lab_model=True):
         args += ["--csv", os.path.join(out_dir, experiment.name + ".csv")]
     if experiment.name == "tactic_bootstrap":
         args += ["--out", os.path.join(out_dir, "tactic_bootstrap.jsonl")]
+    if experiment.name == "tuning_gain":
+        args += ["--work-dir", os.path.join(out_dir, "tuning_gain")]
     return args
 
 
@@ -278,6 +417,11 @@ def summary(records, info, out_dir):
             machine["load_at_start"],
         ),
         "",
+    ]
+    for what, status, seconds in info.get("server_steps") or []:
+        lines.append("- servers: %s, %s in %.0f s" % (what, status, seconds))
+    lines += [
+        "",
         "| experiment | paper | status | wall time | files |",
         "|---|---|---|---|---|",
     ]
@@ -328,7 +472,14 @@ def main(argv=None):
     parser.add_argument("--short", action="store_true", help="the short size of every experiment (< 10 min here)")
     parser.add_argument("--out", help="results folder (default results/<UTC timestamp>/)")
     parser.add_argument("--only", nargs="+", choices=list(BY_NAME), help="run only these experiments")
-    parser.add_argument("--with-servers", action="store_true", help="also run the experiments that need servers")
+    parser.add_argument(
+        "--servers",
+        choices=["skip", "use", "start"],
+        default="skip",
+        help="the experiments that need servers: skip them, use servers that are up, or start (and afterwards stop) "
+        "what is not up",
+    )
+    parser.add_argument("--with-servers", action="store_true", help="the same as --servers use")
     parser.add_argument(
         "--no-lab-model",
         action="store_true",
@@ -340,7 +491,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.list:
         for e in EXPERIMENTS:
-            print("%-22s %-40s %s" % (e.name, e.paper, "needs " + e.needs if e.server else "simulation, no server"))
+            print("%-28s %-40s %s" % (e.name, e.paper, "needs " + e.needs if e.server else "no server"))
         return 0
     now = datetime.datetime.now(datetime.UTC)
     out_dir = os.path.abspath(args.out or os.path.join(RESULTS, _control.utc_stamp(now)))
@@ -352,23 +503,42 @@ def main(argv=None):
         revision=git_revision(),
         machine=_control.machine(),
     )
+    if args.with_servers and args.servers == "skip":
+        args.servers = "use"
     print("results in %s" % os.path.relpath(out_dir, ROOT))
     started = time.monotonic()
     records = []
-    for experiment in EXPERIMENTS:
-        if args.only and experiment.name not in args.only:
-            continue
-        if experiment.server and not args.with_servers:
-            line = skip_line(experiment)
-            print("%s: %s" % (experiment.name, line))
-            records.append(dict(name=experiment.name, status=line, wall_s=None))
-            continue
-        lab_model = not args.no_lab_model
-        print("%s: %s" % (experiment.name, shown(command(experiment, args.short, out_dir, lab_model))), flush=True)
-        record = run_one(experiment, args.short, out_dir, args.timeout, lab_model)
-        print("%s: %s in %.1f s" % (experiment.name, record["status"], record["wall_s"]), flush=True)
-        records.append(record)
+    servers = Servers(args.servers, out_dir)
+    chosen = ordered([e for e in EXPERIMENTS if not args.only or e.name in args.only])
+    try:
+        for index, experiment in enumerate(chosen):
+            site = SITES.get(experiment.site) if experiment.server else None
+            if experiment.server and args.servers == "skip":
+                line = skip_line(experiment)
+                print("%s: %s" % (experiment.name, line))
+                records.append(dict(name=experiment.name, status=line, wall_s=None))
+                continue
+            why = (servers.ready(site) or servers.prepare(experiment, site)) if site else None
+            if why:
+                line = "skipped: %s" % why
+                print("%s: %s" % (experiment.name, line))
+                records.append(dict(name=experiment.name, status=line, wall_s=None))
+            else:
+                lab_model = not args.no_lab_model
+                print(
+                    "%s: %s" % (experiment.name, shown(command(experiment, args.short, out_dir, lab_model))),
+                    flush=True,
+                )
+                record = run_one(experiment, args.short, out_dir, args.timeout, lab_model)
+                print("%s: %s in %.1f s" % (experiment.name, record["status"], record["wall_s"]), flush=True)
+                records.append(record)
+            later = [e.site for e in chosen[index + 1 :] if e.server]
+            if site and site.name not in later:
+                servers.done_with(site)
+    finally:
+        servers.close()
     info["wall_s"] = time.monotonic() - started
+    info["server_steps"] = servers.steps
     path = summary(records, info, out_dir)
     print("wrote %s (total %.1f min)" % (os.path.relpath(path, ROOT), info["wall_s"] / 60.0))
     return 1 if any(r["status"].startswith("failed") for r in records) else 0

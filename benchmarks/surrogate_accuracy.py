@@ -41,7 +41,10 @@ def workload_name(row):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument(
-        "--dataset", default=os.path.join(ROOT, ".lab", "bench", "datasets", "cassandra-surrogate.jsonl")
+        "--dataset",
+        default=os.path.join(ROOT, ".lab", "bench", "datasets", "cassandra-surrogate.jsonl"),
+        help="the bench training rows (default: the bench's own, else the ones the repository ships, "
+        "catalog/models/cassandra-bench.dataset.jsonl)",
     )
     parser.add_argument("--splits", type=int, default=20, help="random held-out splits (25 %% of configurations)")
     parser.add_argument("--test-share", type=float, default=0.25)
@@ -60,6 +63,10 @@ def main():
     parser.add_argument("--csv")
     parser.add_argument("--markdown")
     args = parser.parse_args()
+    shipped = os.path.join(ROOT, "catalog", "models", "cassandra-bench.dataset.jsonl")
+    if not os.path.exists(args.dataset) and args.dataset == parser.get_default("dataset"):
+        args.dataset = shipped
+    print("model: trained on %s" % os.path.relpath(args.dataset, ROOT), flush=True)
     started = time.time()
     defaults = dict(item.split("=", 1) for item in args.defaults.split(",") if item)
     defaults = {k: int(v) if v.isdigit() else v for k, v in defaults.items()}

@@ -44,15 +44,17 @@ from ansible_collections.tactician.nosql.plugins.module_utils import surrogate a
 INVENTORY = os.path.join(ROOT, "inventories", "bench")
 LAB = os.path.join(ROOT, ".lab", "bench")
 MODEL = os.path.join(LAB, "models", "cassandra-surrogate.json")
+# The bench surrogate fitted on this project's bench node (catalog/models/cassandra-bench.dataset.jsonl).
+SHIPPED_MODEL = os.path.join(ROOT, "catalog", "models", "cassandra-bench.json")
 RECORDS, THREADS, DISTRIBUTION = 20000, 32, "zipfian"
 MIXES = {"a": {"read": 0.5, "update": 0.5}, "b": {"read": 0.95, "update": 0.05}, "e": {"scan": 0.95, "insert": 0.05}}
 
 
-def surrogate_config(workload, default):
+def surrogate_config(workload, default, model_file=MODEL):
     """The surrogate + GA optimum for the workload (None without a bench surrogate)."""
-    if not os.path.exists(MODEL):
+    if not os.path.exists(model_file):
         return None
-    data, metadata = modelstore.load_model(MODEL, kind="surrogate", store="cassandra")
+    data, metadata = modelstore.load_model(model_file, kind="surrogate", store="cassandra")
     model = sg.Surrogate.from_dict(data)
     hardware = metadata["hardware_profile"]
     f_ops = tuner.Throughput(model, hardware=hardware)
@@ -84,18 +86,48 @@ def main():
     parser.add_argument("--workloads", nargs="+", default=["a", "e"])
     parser.add_argument("--budget-s", type=float, help="race budget in seconds of runs (default 3600, short 600)")
     parser.add_argument("--rounds", type=int, help="side-by-side rounds (default 10, short 3)")
+    parser.add_argument("--run-s", type=int, help="seconds of each measured run, races and rounds (default 20)")
+    parser.add_argument("--warmup-s", type=int, help="seconds of load before each measured run (default 20)")
+    parser.add_argument(
+        "--model",
+        default=MODEL,
+        help="the bench surrogate for the surrogate + GA configuration (default %s, else the one the repository "
+        "ships, %s)" % (os.path.relpath(MODEL, ROOT), os.path.relpath(SHIPPED_MODEL, ROOT)),
+    )
+    parser.add_argument(
+        "--work-dir",
+        help="where the race histories and the comparisons' rows go (default .lab/bench/races and "
+        ".lab/bench/datasets, where an interrupted run resumes); a new folder starts from scratch",
+    )
     args = parser.parse_args()
+    if args.work_dir:
+        os.makedirs(args.work_dir, exist_ok=True)
+    model_file = args.model if os.path.exists(args.model) or args.model != MODEL else SHIPPED_MODEL
+    print("model: surrogate + GA from %s" % os.path.relpath(model_file, ROOT), flush=True)
+    timing = {}
+    if args.run_s:
+        timing.update(tactician_race_run_s=args.run_s, tactician_compare_run_s=args.run_s)
+    if args.warmup_s:
+        timing.update(tactician_race_warmup_s=args.warmup_s, tactician_compare_warmup_s=args.warmup_s)
     budget = args.budget_s or (600.0 if args.short else 3600.0)
     rounds = args.rounds or (3 if args.short else 10)
     started = time.time()
     rows = []
     for workload in args.workloads:
-        history = os.path.join(LAB, "races", "cassandra-ycsb-%s%s.jsonl" % (workload, "-short" if args.short else ""))
+        history = os.path.join(
+            args.work_dir or os.path.join(LAB, "races"),
+            "cassandra-ycsb-%s%s.jsonl" % (workload, "-short" if args.short else ""),
+        )
         t = time.time()
         race = run_playbook(
             "playbooks/tune.yml",
             INVENTORY,
-            dict(tactician_race_workload=workload, tactician_race_budget_s=budget, tactician_race_history=history),
+            dict(
+                tactician_race_workload=workload,
+                tactician_race_budget_s=budget,
+                tactician_race_history=history,
+                **{k: v for k, v in timing.items() if k.startswith("tactician_race")},
+            ),
         )
         if race.returncode != 0:
             sys.exit("race of %s failed:\n%s" % (workload, race.stderr[-3000:]))
@@ -104,10 +136,13 @@ def main():
         assert not pending, "the race of %s did not finish" % workload
         default = racing.Race.from_history(history).default_config()
         configs = {"default": {}, "raced": result["best"]["config"]}
-        ga = surrogate_config(workload, default)
+        ga = surrogate_config(workload, default, model_file)
         if ga:
             configs["surrogate+GA"] = ga
-        dataset = os.path.join(LAB, "datasets", "compare-%s%s.jsonl" % (workload, "-short" if args.short else ""))
+        dataset = os.path.join(
+            args.work_dir or os.path.join(LAB, "datasets"),
+            "compare-%s%s.jsonl" % (workload, "-short" if args.short else ""),
+        )
         t = time.time()
         compare = run_playbook(
             "playbooks/compare.yml",
@@ -118,6 +153,7 @@ def main():
                 tactician_compare_defaults=default,
                 tactician_compare_rounds=rounds,
                 tactician_compare_dataset=dataset,
+                **{k: v for k, v in timing.items() if k.startswith("tactician_compare")},
             ),
         )
         if compare.returncode != 0:

@@ -18,8 +18,15 @@ if BENCHMARKS not in sys.path:
 import _report  # noqa: E402
 import run  # noqa: E402
 
-SERVER = {"tuning_gain", "rolling_availability", "surrogate_accuracy", "resource_accuracy", "observe_accuracy"}
-SIMULATIONS = {"dynamic", "scale_out", "hetero", "noise", "forecast_accuracy", "tactic_decision"}
+SERVER = {
+    "tuning_gain",
+    "rolling_availability",
+    "rolling_availability_quorum",
+    "resource_accuracy",
+    "observe_accuracy",
+    "tactic_bootstrap",
+}
+SIMULATIONS = {"dynamic", "scale_out", "hetero", "noise", "forecast_accuracy", "tactic_decision", "surrogate_accuracy"}
 
 
 def test_every_script_exists_and_server_experiments_say_what_they_need():
@@ -57,6 +64,61 @@ def test_servers_are_skipped_and_summary_is_written(tmp_path, capsys):
     assert "# Benchmark results (short)" in text and "machine: " in text and "command: `" in text
     assert "skipped: needs" in capsys.readouterr().out
     assert run.main(["--list"]) == 0
+
+
+def test_every_server_experiment_has_a_site_and_sites_run_together():
+    for experiment in run.EXPERIMENTS:
+        assert (experiment.site in run.SITES) == experiment.server, experiment.name
+    order = run.ordered(run.EXPERIMENTS)
+    kinds = [e.site if e.server else None for e in order]
+    assert kinds == sorted(kinds, key=[None, "lab", "bench"].index)
+    assert order[-1].name == "tuning_gain"
+    full = run.command(run.BY_NAME["tuning_gain"], False, "out")
+    assert full[full.index("--rounds") + 1] == "10" and full[full.index("--work-dir") + 1] == os.path.join(
+        "out", "tuning_gain"
+    )
+    quorum = run.command(run.BY_NAME["rolling_availability_quorum"], False, "out")
+    assert quorum[quorum.index("--cl") + 1] == "QUORUM"
+
+
+def test_use_mode_skips_a_site_that_is_not_up(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "site_up", lambda site, timeout=2.0: False)
+    called = []
+    monkeypatch.setattr(run, "run_logged", lambda *a: called.append(a) or (True, 0.0))
+    assert run.main(["--servers", "use", "--only", "observe_accuracy", "--out", str(tmp_path)]) == 0
+    assert "skipped: the lab (3 Cassandra nodes, Redis cluster) is not up" in (tmp_path / "summary.md").read_text()
+    assert called == []
+
+
+def test_start_mode_brings_up_prepares_runs_and_stops_what_it_started(tmp_path, monkeypatch):
+    up = {"lab": True, "bench": False}
+    monkeypatch.setattr(run, "site_up", lambda site, timeout=2.0: up[site.name])
+    playbooks = []
+
+    def fake_run_logged(argv, log_path, label):
+        playbooks.append(" ".join(argv[1:]))
+        if argv[-1].endswith("lab_up.yml"):
+            up["bench"] = True
+        return True, 1.0
+
+    monkeypatch.setattr(run, "run_logged", fake_run_logged)
+    monkeypatch.setattr(run, "PREREQUISITES", {"resource_accuracy": [("no/such/model.json", "calibrate.yml", "m")]})
+    ran = []
+    monkeypatch.setattr(
+        run, "run_one", lambda e, *a, **k: ran.append(e.name) or dict(name=e.name, status="ok", wall_s=1.0, command="x")
+    )
+    only = ["observe_accuracy", "resource_accuracy", "tactic_bootstrap", "dynamic"]
+    assert run.main(["--servers", "start", "--only", *only, "--out", str(tmp_path)]) == 0
+    assert ran == ["dynamic", "observe_accuracy", "resource_accuracy", "tactic_bootstrap"]
+    bench = os.path.join("inventories", "bench")
+    # The lab was up already: used and left up. The bench node was started, the model made, the node stopped.
+    assert playbooks == [
+        "-i %s %s" % (bench, os.path.join("playbooks", "lab_up.yml")),
+        "-i %s %s" % (bench, os.path.join("playbooks", "calibrate.yml")),
+        "-i %s %s" % (bench, os.path.join("playbooks", "lab_down.yml")),
+    ]
+    text = (tmp_path / "summary.md").read_text()
+    assert "- servers: bring up the bench Cassandra node, ok" in text and "- servers: stop the bench" in text
 
 
 def test_model_lines():
