@@ -8,11 +8,10 @@ baselines, side by side, on one simulated cluster, and the time a plan takes.
     .venv/bin/python benchmarks/plan_dynamic.py --model other.json --restart-s 70 --nodes 3 --rf 3 --cl ONE
 
 Throughput functions (--f-ops): "surrogate", the lab-trained surrogate (.lab/bench/models/cassandra-surrogate.json,
-made by playbooks/collect_training.yml on the bench node; not in the repository) and "synthetic", the analytic
-function with IRIS Fig. 1's trade-offs (SYNTHETIC below). The default, "both", runs the two side by side. Without
-the bench's surrogate (a fresh clone) the surrogate rows use the model the repository ships,
-catalog/models/cassandra-lab.json, and without that one too the synthetic function runs alone; the first line of
-the output says which model was used.
+made by playbooks/collect_training.yml on the bench node) and "synthetic", the analytic function with IRIS Fig. 1's
+trade-offs (SYNTHETIC below). The default, "both", runs the two side by side. Without the bench's own surrogate (a
+fresh clone) the surrogate rows use the copy the repository ships, catalog/models/cassandra-bench.json, and without
+that one too the synthetic function runs alone; the first line of the output says which model was used.
 
 The simulated cluster: f_ops(W, C) = nodes x the lab-trained surrogate's ops/s for workload W (the read ratio of
 each 30 s step as reads and updates, zipfian keys, the training's records and client threads) and configuration
@@ -68,9 +67,9 @@ from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Cat
 
 STEP_S = 30.0
 MODEL = os.path.join(ROOT, ".lab", "bench", "models", "cassandra-surrogate.json")
-SHIPPED_MODEL = os.path.join(ROOT, "catalog", "models", "cassandra-lab.json")
-"""The surrogate the repository ships (fitted on the lab's live-settings crossover runs): the fallback when the
-bench's own model (made on the bench node, not in the repository) is missing."""
+SHIPPED_MODEL = os.path.join(ROOT, "catalog", "models", "cassandra-bench.json")
+"""The bench surrogate as the repository ships it (fitted on this project's bench node, its rows next to it): the
+fallback when the bench's own model (made on the bench node by playbooks/collect_training.yml) is missing."""
 BASE = {"requestdistribution": "zipfian", "records": 20000, "threads": 32}
 PAPER = (
     "IRIS (seed 001 Fig. 6, HPC queue): within 9.5 % of theoretical best; +18.9 % / +25.7 % over static-optimized "
@@ -235,7 +234,7 @@ def load_surrogate(path, nodes, choice="both"):
         return None, None, None, "model: the synthetic function (IRIS Fig. 1 trade-offs), as asked"
     fallback = ""
     if not os.path.exists(path) and path == MODEL and os.path.exists(SHIPPED_MODEL):
-        fallback = "no lab surrogate at %s (it is made on the bench node, not shipped); " % os.path.relpath(path, ROOT)
+        fallback = "no lab surrogate at %s (it is made on the bench node); " % os.path.relpath(path, ROOT)
         path = SHIPPED_MODEL
     if not os.path.exists(path):
         where = os.path.relpath(path, ROOT)
@@ -248,7 +247,7 @@ def load_surrogate(path, nodes, choice="both"):
             None,
             None,
             None,
-            "model: no lab surrogate at %s (it is made on the bench node, not shipped); using the synthetic function "
+            "model: no lab surrogate at %s (it is made on the bench node); using the synthetic function "
             "alone (IRIS Fig. 1 trade-offs, benchmarks/plan_dynamic.py SYNTHETIC)" % where,
         )
     data, metadata = modelstore.load_model(path, kind="surrogate", store="cassandra")

@@ -291,7 +291,7 @@ def command(experiment, short, out_dir, lab_model=True):
     args += list(experiment.short if short else experiment.full)
     args += list(experiment.extra)
     if experiment.name == "dynamic" and not lab_model:
-        args += ["--model", os.path.join("catalog", "models", "cassandra-lab.json")]
+        args += ["--model", os.path.join("catalog", "models", "cassandra-bench.json")]
     if experiment.outputs:
         args += ["--markdown", os.path.join(out_dir, experiment.name + ".md")]
         args += ["--csv", os.path.join(out_dir, experiment.name + ".csv")]
@@ -483,8 +483,8 @@ def main(argv=None):
     parser.add_argument(
         "--no-lab-model",
         action="store_true",
-        help="use only what the repository ships, as a fresh clone would: its surrogate catalog/models/"
-        "cassandra-lab.json instead of the bench's .lab/bench/models/cassandra-surrogate.json",
+        help="use only what the repository ships, as a fresh clone would: its copy of the bench surrogate, "
+        "catalog/models/cassandra-bench.json, instead of the bench's own .lab/bench/models/cassandra-surrogate.json",
     )
     parser.add_argument("--timeout", type=float, help="stop an experiment after this many seconds")
     parser.add_argument("--list", action="store_true", help="list the experiments and exit")

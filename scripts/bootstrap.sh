@@ -43,4 +43,4 @@ fi
 mkdir -p .collections/ansible_collections/tactician
 ln -sfn ../../.. .collections/ansible_collections/tactician/nosql
 mkdir -p .ansible/tmp
-echo "bootstrap: ready ($(.venv/bin/ansible --version | head -n1), $(java -version 2>&1 | head -n1), $(redis-server --version | cut -d' ' -f1-3))"
+echo "bootstrap: ready ($(.venv/bin/ansible --version | sed -n 1p), $(java -version 2>&1 | head -n1), $(redis-server --version | cut -d' ' -f1-3))"

@@ -53,7 +53,7 @@ def test_commands_write_into_the_results_folder_and_show_no_absolute_path(tmp_pa
     assert "--short" not in full and full[full.index("--jobs") + 1] == "1"
     assert "--markdown" not in run.command(run.BY_NAME["tuning_gain"], True, out)
     fresh = run.command(run.BY_NAME["dynamic"], True, out, lab_model=False)
-    assert fresh[fresh.index("--model") + 1] == os.path.join("catalog", "models", "cassandra-lab.json")
+    assert fresh[fresh.index("--model") + 1] == os.path.join("catalog", "models", "cassandra-bench.json")
 
 
 def test_servers_are_skipped_and_summary_is_written(tmp_path, capsys):

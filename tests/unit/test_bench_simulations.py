@@ -122,8 +122,8 @@ def test_simulations_fall_back_to_the_shipped_surrogate_then_to_the_synthetic_fu
     monkeypatch.setattr(plan_dynamic, "MODEL", missing)
     f_ops, catalog, feasible, note = plan_dynamic.load_surrogate(missing, 3)
     assert f_ops is not None and catalog is not None and feasible is not None
-    assert "no lab surrogate at" in note and "the repository's surrogate catalog/models/cassandra-lab.json" in note
-    shipped = os.path.join(plan_dynamic.ROOT, "catalog", "models", "cassandra-lab.json")
+    assert "no lab surrogate at" in note and "the repository's surrogate catalog/models/cassandra-bench.json" in note
+    shipped = os.path.join(plan_dynamic.ROOT, "catalog", "models", "cassandra-bench.json")
     assert "model: the repository's surrogate" in plan_dynamic.load_surrogate(shipped, 3)[3]
     assert f_ops.matrix([plan_dynamic.workload(0.5)], [f_ops.space.default_config(f_ops.hardware)]).shape == (1, 1)
     monkeypatch.setattr(plan_dynamic, "SHIPPED_MODEL", str(tmp_path / "none.json"))
