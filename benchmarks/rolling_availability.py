@@ -1,9 +1,9 @@
-"""Availability during a rolling reconfiguration, on the lab: while the load driver reads and writes at CL ONE
-(YCSB workload A, fixed rate) and a probe writes numbered keys and records every acknowledged one, run
-playbooks/rolling_reconfigure.yml with a change that needs a restart; then read every acknowledged key back.
-Prints, side by side, the roll (batches from RF - CL) and, with --naive, the naive switch of the papers (every node
-at once, aggressive): failed client operations, acknowledged writes lost, throughput before and during, and T_r
-per node and for the whole roll.
+"""Availability during a rolling reconfiguration, on the lab: while the load driver reads and writes at the consistency
+level the roll protects (--cl, ONE by default; YCSB workload A, fixed rate) and a probe writes numbered keys and
+records every acknowledged one, run playbooks/rolling_reconfigure.yml with a change that needs a restart; then read
+every acknowledged key back. Prints, side by side, the roll (batches from RF - CL) and, with --naive, the naive
+switch of the papers (every node at once, aggressive): failed client operations, acknowledged writes lost,
+throughput before and during, and T_r per node and for the whole roll.
 
     .venv/bin/python benchmarks/rolling_availability.py                       # Cassandra and Redis, the roll only
     .venv/bin/python benchmarks/rolling_availability.py --stores cassandra --naive
@@ -54,8 +54,8 @@ def inventory_facts(inventory):
 
 
 class Probe(threading.Thread):
-    """Writes numbered keys one after another (sync, at the store's weakest consistency) and records which ones
-    the store acknowledged; reads them all back afterwards."""
+    """Writes numbered keys one after another (sync; Cassandra at the consistency level the roll protects, --cl)
+    and records which ones the store acknowledged; reads them all back afterwards."""
 
     def __init__(self, store, conn, rate=100):
         super().__init__(daemon=True)
@@ -92,7 +92,7 @@ class Probe(threading.Thread):
             statement = session.prepare("INSERT INTO tactician.ack_probe (id, run) VALUES (?, ?)")
             from cassandra import ConsistencyLevel
 
-            statement.consistency_level = ConsistencyLevel.ONE
+            statement.consistency_level = getattr(ConsistencyLevel, ROLL_CL[0])
             self.session = session
             return lambda i: session.execute(statement, (i, "probe"), timeout=10)
         import redis as redis_lib
@@ -208,7 +208,7 @@ def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
         processes=1,
         target=args.rate[store],
         status_interval=2,
-        consistency="ONE",
+        consistency=ROLL_CL[0],
         max_seconds=args.duration[store],
         properties={"recordcount": args.records, "operationcount": args.rate[store] * args.duration[store]},
     )
@@ -239,8 +239,14 @@ def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
     driver.join()
     load = driver_out.get("result") or {}
     status = (load.get("status_by_process") or [[]])[0]
-    before_rate = loaddriver.ops_between(status, roll_start - 8, roll_start) if status else None
-    during_rate = loaddriver.ops_between(status, roll_start, roll_end) if status else None
+    before_rate = during_rate = None
+    covered = 0.0
+    if status:
+        # The driver may stop before a slow roll ends (a busy machine): measure the part of the roll it covered.
+        driven_to = min(roll_end, status[-1][0])
+        covered = max(0.0, driven_to - roll_start) / max(roll_end - roll_start, 1e-9)
+        before_rate = loaddriver.ops_between(status, max(roll_start - 8, status[0][0]), roll_start)
+        during_rate = loaddriver.ops_between(status, roll_start, driven_to)
     after = current_value(store, nodes, conn, name)
     row = dict(
         store=store,
@@ -258,6 +264,7 @@ def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
         driver_ends_after_roll=(load.get("runtime_ms") or 0) / 1000.0 > args.warmup + wall,
         rate_before=before_rate,
         rate_during=during_rate,
+        driver_covered=covered,
         probe_acked=len(probe.acked),
         probe_failed=probe.failed,
         probe_errors=probe.errors,
@@ -303,7 +310,13 @@ def main():
     parser.add_argument("--stores", nargs="+", default=["cassandra", "redis"], choices=["cassandra", "redis"])
     parser.add_argument("--scenario", choices=["roll", "kill"], default="roll")
     parser.add_argument("--naive", action="store_true", help="also run the naive switch (all nodes at once)")
-    parser.add_argument("--cl", default="ONE", help="consistency level the roll must keep available (batch size)")
+    parser.add_argument(
+        "--cl",
+        default="ONE",
+        type=str.upper,
+        choices=["ONE", "TWO", "QUORUM", "LOCAL_QUORUM"],
+        help="consistency level of the clients, which the roll must keep available (its batch size)",
+    )
     parser.add_argument("--records", type=int, default=20000)
     parser.add_argument("--warmup", type=float, default=15.0)
     parser.add_argument("--cooldown", type=float, default=5.0)
@@ -370,16 +383,17 @@ def main():
     print()
     print(
         "| store | case | setting | playbook rc | roll s | T_r per node s | driver ops | driver failed | "
-        "ops/s before | ops/s during | ratio | probe acked | probe failed | acked lost | max nodes down |"
+        "ops/s before | ops/s during | ratio | roll under load | probe acked | probe failed | acked lost | "
+        "max nodes down |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         t_r = ", ".join(
             "%s %s" % (h, "-" if v["T_r"] is None else "%.1f" % v["T_r"]) for h, v in row["per_node"].items()
         )
         ratio = (row["rate_during"] / row["rate_before"]) if row["rate_before"] and row["rate_during"] else None
         print(
-            "| %s | %s | %s | %s | %.1f | %s | %d | %s | %s | %s | %s | %d | %d | %d | %d |"
+            "| %s | %s | %s | %s | %.1f | %s | %d | %s | %s | %s | %s | %.0f %% | %d | %d | %d | %d |"
             % (
                 row["store"],
                 row["case"],
@@ -392,6 +406,7 @@ def main():
                 _f(row["rate_before"]),
                 _f(row["rate_during"]),
                 _f(ratio, 3),
+                100.0 * row.get("driver_covered", 0.0),
                 row["probe_acked"],
                 row["probe_failed"],
                 row["probe_missing"],

@@ -205,6 +205,11 @@ def calibrate_hit_ratio(
         return point
 
     top = probe(0)
+    if not top["throughput"] > 0:
+        raise CalibrationError(
+            "records=%d: the unthrottled run served no operations in its %g s window, so there is no range of rates "
+            "to search; is the machine too busy for the server, or the server not answering?" % (records, window_s)
+        )
     known = [(top["throughput"], top["usage"])]
     results = []
     for level in sorted(levels):

@@ -277,6 +277,12 @@ def _config_group(row):
     return json.dumps(row.get("config") or {}, sort_keys=True)
 
 
+def r2_text(value):
+    """R2 for a summary line; surrogate.metrics gives None when the held-out rows all measured the same value (a
+    race on a machine too busy to serve anything records zeros), where R2 is undefined."""
+    return "n/a (the held-out rows all measured the same)" if value is None else "%.3f" % value
+
+
 def fit_surrogate(
     rows,
     store,
@@ -344,11 +350,11 @@ def fit_surrogate(
     summary = [
         "surrogate: random forest of %d trees, depth %d, on %d rows (%d parameters)"
         % (n_estimators, max_depth, len(rows), len(parameters)),
-        "held out %d rows of %d configurations: R2 %.3f, RMSE %.1f ops/s, MAE %.1f ops/s (%d contended runs left out)"
+        "held out %d rows of %d configurations: R2 %s, RMSE %.1f ops/s, MAE %.1f ops/s (%d contended runs left out)"
         % (
             evaluation["test_rows"],
             evaluation["test_configurations"],
-            evaluation["r2"],
+            r2_text(evaluation["r2"]),
             evaluation["rmse"],
             evaluation["mae"],
             contended,
@@ -397,12 +403,12 @@ def fit_cluster(
     summary = [
         "cluster model: random forest of %d trees, depth %d, on %d measured clusters"
         % (n_estimators, max_depth, len(rows)),
-        "held out %d: R2 %.3f, RMSE %.1f ops/s; naive sum of the nodes: R2 %.3f, RMSE %.1f ops/s"
+        "held out %d: R2 %s, RMSE %.1f ops/s; naive sum of the nodes: R2 %s, RMSE %.1f ops/s"
         % (
             len(test),
-            evaluation["r2"],
+            r2_text(evaluation["r2"]),
             evaluation["rmse"],
-            evaluation["naive_sum"]["r2"],
+            r2_text(evaluation["naive_sum"]["r2"]),
             evaluation["naive_sum"]["rmse"],
         ),
     ]

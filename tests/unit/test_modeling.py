@@ -156,6 +156,15 @@ def test_fit_surrogate_saves_model_and_reports_held_out(tmp_path):
     assert result["cluster"][0]["model"].startswith("naive sum")
 
 
+def test_fit_surrogate_when_every_run_measured_zero():
+    # A race on a machine too busy to serve anything in its short runs records 0 ops/s: R2 is undefined, the fit
+    # still reports (and the planner can still use) the model.
+    rows = [dict(r, ops_per_s=0.0) for r in _synthetic_rows()]
+    _doc, evaluation, summary = modeling.fit_surrogate(rows, "cassandra", "5.0", HARDWARE)
+    assert evaluation["r2"] is None
+    assert "R2 n/a (the held-out rows all measured the same)" in summary[1]
+
+
 def test_fit_surrogate_needs_rows():
     with pytest.raises(modeling.ModelingError, match="^dataset: 1 measured rows"):
         modeling.fit_surrogate(_synthetic_rows()[:1], "cassandra", "5.0", HARDWARE)
@@ -234,6 +243,14 @@ def test_calibrate_hit_ratio_searches_each_level_with_known_points():
     assert not by_level[80]["converged"]  # the unthrottled maximum only reaches 50 %
     assert result["hit_ratio"] == 0.7 and all(row["records"] == 20000 for row in result["levels"])
     assert lines and lines[0].startswith("records=20000 target=0")
+
+
+def test_calibrate_hit_ratio_says_so_when_the_unthrottled_run_served_nothing():
+    def idle_measure(params, meter, pid, target, warmup_s, window_s):
+        return {"target": target, "throughput": 0.0, "usage": 1.0, "hit_ratio": None}
+
+    with pytest.raises(calibrate.CalibrationError, match="records=2000: the unthrottled run served no operations"):
+        calibrate.calibrate_hit_ratio({"properties": {}}, None, 1, 2000, levels=(30,), measure_fn=idle_measure)
 
 
 def test_measure_reads_server_counters_and_cpu(monkeypatch):
