@@ -138,7 +138,10 @@ EXPERIMENTS = (
         "rolling_availability.py",
         "Availability during a rolling reconfiguration, CL QUORUM",
         "seed 001 section 4.5, seed 002 complete-sets",
+        # Cassandra only: the lab's Redis shards have one replica (RF 2), so R = RF - QUORUM = 0 and the roll
+        # refuses, changing nothing (a check of its own in rolling_availability at CL ONE and in the unit tests).
         short=("--stores", "cassandra"),
+        full=("--stores", "cassandra"),
         needs=LAB,
         outputs=False,
         extra=("--cl", "QUORUM"),
