@@ -86,6 +86,9 @@ def main():
                 target=rate,
                 status_interval=2,
                 properties={"recordcount": args.records, "operationcount": int(rate * duration)},
+                # Bounded by time too: a workload slower than its target (Redis scans on a busy machine) would
+                # otherwise run until its operation count, long after the window.
+                max_seconds=int(duration) + 5,
             )
             outcome = {}
             worker = threading.Thread(target=drive, args=(run, outcome))
