@@ -101,6 +101,8 @@ def main():
     )
     args = parser.parse_args()
     if args.work_dir:
+        # Absolute: the playbooks resolve a relative path against their own folder, not the current one.
+        args.work_dir = os.path.abspath(args.work_dir)
         os.makedirs(args.work_dir, exist_ok=True)
     model_file = args.model if os.path.exists(args.model) or args.model != MODEL else SHIPPED_MODEL
     print("model: surrogate + GA from %s" % os.path.relpath(model_file, ROOT), flush=True)
