@@ -98,21 +98,24 @@ def part_forecast(size, seed):
             value = sim.line.value(switches, 0)
             gains.append(_control.gain(value, base["static_optimized"]))
             fractions.append(_control.ratio(value, base["theoretical_best"]))
-        mean, low, high = summary(gains)
-        rows.append(
-            dict(
-                part="forecast",
-                level=level,
-                runs=len(gains),
-                gain_mean=mean,
-                gain_min=low,
-                gain_max=high,
-                ratio_best=statistics.mean(fractions),
-                gain_vs_stay=None,
-                reference="static-optimized",
-            )
-        )
+        rows.append(sweep_row("forecast", level, gains, fractions, "static-optimized"))
     return rows
+
+
+def sweep_row(part, level, gains, fractions, reference):
+    """One row of a noise sweep: the gains over the reference at one noise level, and the share of the best."""
+    mean, low, high = summary(gains)
+    return dict(
+        part=part,
+        level=level,
+        runs=len(gains),
+        gain_mean=mean,
+        gain_min=low,
+        gain_max=high,
+        ratio_best=statistics.mean(fractions),
+        gain_vs_stay=None,
+        reference=reference,
+    )
 
 
 def duration_trace(write_s, phase_s=180.0, read=0.95, write=0.05):
@@ -176,20 +179,7 @@ def part_predictor(size, seed):
                 )
                 gains.append(result["ours (oracle)"]["vs_static"])
                 fractions.append(result["ours (oracle)"]["ratio_to_best"])
-            mean, low, high = summary(gains)
-            rows.append(
-                dict(
-                    part="predictor-%s" % kind,
-                    level=level,
-                    runs=len(gains),
-                    gain_mean=mean,
-                    gain_min=low,
-                    gain_max=high,
-                    ratio_best=statistics.mean(fractions),
-                    gain_vs_stay=None,
-                    reference="homogeneous-static (perf/$)",
-                )
-            )
+            rows.append(sweep_row("predictor-%s" % kind, level, gains, fractions, "homogeneous-static (perf/$)"))
     return rows
 
 
