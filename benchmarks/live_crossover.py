@@ -6,6 +6,8 @@
         --a '{"concurrent_reads": 32, "concurrent_writes": 32}' --b '{"concurrent_reads": 8, "concurrent_writes": 8}'
     .venv/bin/python benchmarks/live_crossover.py --short            # 4 windows of 30 s
     .venv/bin/python benchmarks/live_crossover.py --dataset .lab/datasets/lab-live.jsonl   # rows to fit a surrogate
+    .venv/bin/python benchmarks/live_crossover.py --mix insert=1.0 \
+        --a '{"compaction_throughput": 64}' --b '{"compaction_throughput": 2}'   # an upload; -p adds YCSB properties
 
 One client load runs without a break; every window the whole cluster switches between configuration A and B
 (live settings only, through nodetool on every node, as the catalog applies them), and the ops/s of each window
@@ -60,6 +62,9 @@ def parse_args(argv):
         " (the row cache holds rows only of tables that ask for it)",
     )
     parser.add_argument("--dataset", help="append one row per window (the format tactician.nosql.model fits)")
+    parser.add_argument(
+        "-p", dest="properties", action="append", default=[], metavar="NAME=VALUE", help="another YCSB property"
+    )
     parser.add_argument("--short", action="store_true", help="4 windows of 30 s, 10 s skipped, 30 s warm-up")
     args = parser.parse_args(argv)
     if args.short:
@@ -93,6 +98,16 @@ def parse_mix(text):
     if abs(sum(mix.values()) - 1.0) > 1e-6:
         sys.exit("--mix: the shares must sum to 1 (got %s)" % text)
     return mix
+
+
+def parse_properties(items):
+    properties = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            sys.exit("-p: give NAME=VALUE (got %r)" % item)
+        properties[name.strip()] = value.strip()
+    return properties
 
 
 def live_commands(settings):
@@ -145,9 +160,10 @@ def main(argv=None):
             "requestdistribution": "zipfian",
             "readproportion": str(mix.get("read", 0.0)),
             "updateproportion": str(mix.get("update", 0.0)),
-            "insertproportion": "0",
-            "scanproportion": "0",
+            "insertproportion": str(mix.get("insert", 0.0)),
+            "scanproportion": str(mix.get("scan", 0.0)),
             "readmodifywriteproportion": "0",
+            **parse_properties(args.properties),
         },
         phases=["load"],
         reload=True,
