@@ -216,6 +216,7 @@ def make_plan(
         include=include,
         seed=seed,
         refine_generations=tune_generations,
+        reference=current_full,
     )
     searches = len(groups)
     indexes = [add(item["config"], label) for item, label in zip(found, labels_of, strict=True)]

@@ -29,6 +29,8 @@ DEFAULT_GENERATIONS = 60
 DEFAULT_CROSSOVER = 0.8
 DEFAULT_STOP_AFTER = 10
 """Generations without improvement before the search stops (the IRIS plan search stopped after 3)."""
+SIMPLIFY_TOLERANCE = 0.001
+"""simplify keeps a change only when reverting it would lower the predicted score by more than this share."""
 
 
 class TuneError(ValueError):
@@ -356,6 +358,54 @@ def tune(
     }
 
 
+def simplify(throughput, workloads, config, reference, weights=None, feasible=None, tolerance=SIMPLIFY_TOLERANCE):
+    """config with every parameter the model does not reward changing put back to reference's value.
+
+    A surrogate is flat where it has no data: a search lands anywhere on a plateau, and a plan would change
+    parameters on no evidence. Greedily, the change whose reversal costs least is reverted while the weighted score
+    stays within tolerance (a share) of config's and the result stays feasible. Returns {"config", "score",
+    "predicted", "reverted": [names], "evaluations"}."""
+    np = _np()
+    weights = _weights(workloads, weights)
+    space = throughput.space
+    hardware = getattr(throughput, "hardware", None)
+    current = space.complete(config, hardware)
+    base = space.complete(reference or {}, hardware)
+    evaluations = 0
+
+    def scores(configs):
+        nonlocal evaluations
+        evaluations += len(configs)
+        return np.asarray(weights) @ throughput.matrix(workloads, configs)
+
+    best = float(scores([current])[0])
+    floor = best - abs(best) * float(tolerance)
+    reverted = []
+    while True:
+        names = [n for n in space.parameters if current.get(n) != base.get(n)]
+        trials = []
+        for name in names:
+            trial = dict(current, **{name: base.get(name)})
+            if feasible is None or sg._check_feasible(feasible, trial)[0]:
+                trials.append((name, trial))
+        if not trials:
+            break
+        values = scores([trial for _name, trial in trials])
+        pick = int(np.argmax(values))
+        if values[pick] < floor:
+            break
+        current = trials[pick][1]
+        reverted.append(trials[pick][0])
+    predicted = throughput.matrix(workloads, [current])[:, 0]
+    return {
+        "config": current,
+        "score": float(np.asarray(weights) @ predicted),
+        "predicted": [float(x) for x in predicted],
+        "reverted": reverted,
+        "evaluations": evaluations + 1,
+    }
+
+
 def tune_many(
     throughput,
     groups,
@@ -366,11 +416,14 @@ def tune_many(
     pool_size=400,
     refine_generations=8,
     refine_population=20,
+    reference=None,
 ):
     """The best configuration of several objectives at once: groups = [(workloads, weights)] (weights None =
     equal). A shared pool (a Latin hypercube of pool_size feasible configurations plus include) is scored for
     every workload in one pass; each group takes the pool's best for its weighted objective, then a short genetic
-    search seeded with the pool's three best refines it. Returns one tune()-like result per group."""
+    search seeded with the pool's three best refines it. With reference (the configuration in place), each result
+    is then simplified against it (simplify): a parameter whose change the model does not reward is left as it is.
+    Returns one tune()-like result per group."""
     np = _np()
     started = time.monotonic()
     space = getattr(throughput, "space", None)
@@ -439,6 +492,15 @@ def tune_many(
             if refined["score"] > best["score"]:
                 best.update(config=refined["config"], score=refined["score"], predicted=refined["predicted"])
             best["evaluations"] += refined["evaluations"]
+        if reference is not None:
+            simple = simplify(throughput, members, best["config"], reference, weights=weights, feasible=feasible)
+            best.update(
+                config=simple["config"],
+                score=simple["score"],
+                predicted=simple["predicted"],
+                kept_as_reference=simple["reverted"],
+            )
+            best["evaluations"] += simple["evaluations"]
         out.append(best)
     for item in out:
         item["elapsed_s"] = round(time.monotonic() - started, 4)

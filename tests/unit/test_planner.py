@@ -241,6 +241,23 @@ def test_tune_refuses_bad_input(model):
         tuner.tune(f_ops, [READS], population=1)
 
 
+def test_simplify_keeps_only_the_changes_the_model_rewards(model):
+    # A store where only concurrent_writes matters: a search lands anywhere on the plateau of the others, and
+    # simplify puts every parameter but that one back to the configuration in place.
+    f_ops = tuner.FunctionThroughput(lambda w, c: 1000.0 + 10.0 * c["concurrent_writes"], space=model.space)
+    reference = model.space.default_config(HW)
+    found = dict(reference, concurrent_writes=64, concurrent_reads=9, memtable_heap_space=300)
+    found["compaction"] = "LeveledCompactionStrategy"
+    simple = tuner.simplify(f_ops, [WRITES], found, reference)
+    assert simple["config"] == dict(reference, concurrent_writes=64)
+    assert sorted(simple["reverted"]) == ["compaction", "concurrent_reads", "memtable_heap_space"]
+    assert simple["score"] == pytest.approx(1640.0)
+    # Nothing to simplify when the configuration is the reference.
+    assert tuner.simplify(f_ops, [WRITES], reference, reference)["reverted"] == []
+    many = tuner.tune_many(f_ops, [([WRITES], None)], include=[reference], reference=reference, refine_generations=2)
+    assert {n for n in many[0]["config"] if many[0]["config"][n] != reference[n]} <= {"concurrent_writes"}
+
+
 def test_to_unit_inverts_decode_unit(model):
     space = model.space
     for point in np.random.default_rng(3).random((20, space.dimension)):
