@@ -5,6 +5,8 @@ answer CQL. Health is what the cluster sees, not what one node says about itself
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.cassandra_server import (
     CassandraServerError,
@@ -13,42 +15,51 @@ from ansible_collections.tactician.nosql.plugins.module_utils.cassandra_server i
 )
 from ansible_collections.tactician.nosql.plugins.module_utils.common import poll_health
 
+MAX_PARALLEL_VIEWS = 8
+"""Nodes asked at once (each a nodetool JVM of about 100 MiB while it runs)."""
+
 
 def node_views(params, nodes):
-    """{address: {'status': {peer: 'UN'...}, 'cql': release_version} or {'error': ...}} per node."""
-    views = {}
-    for node in nodes:
-        address = node["address"]
-        view = {}
+    """{address: {'status': {peer: 'UN'...}, 'cql': release_version} or {'error': ...}} per node, in the order of
+    nodes. The nodes are asked at the same time: each view is a nodetool JVM and a CQL connection that mostly wait."""
+    if len(nodes) <= 1:
+        return {node["address"]: _node_view(params, node) for node in nodes}
+    with ThreadPoolExecutor(max_workers=min(len(nodes), MAX_PARALLEL_VIEWS)) as pool:
+        views = list(pool.map(lambda node: _node_view(params, node), nodes))
+    return {node["address"]: view for node, view in zip(nodes, views, strict=True)}
+
+
+def _node_view(params, node):
+    address = node["address"]
+    view = {}
+    try:
+        text = run_nodetool(
+            params["cassandra_home"],
+            node.get("jmx_host") or "127.0.0.1",
+            node.get("jmx_port") or 7199,
+            ["status"],
+            java=params.get("java") or "java",
+            jmx_user=params.get("jmx_user"),
+            jmx_password=params.get("jmx_password"),
+            timeout=60,
+        )
+        view["status"] = parse_status(text)
+    except CassandraServerError as exc:
+        view["nodetool_error"] = str(exc)
+    if params.get("check_cql", True):
+        cluster = None
         try:
-            text = run_nodetool(
-                params["cassandra_home"],
-                node.get("jmx_host") or "127.0.0.1",
-                node.get("jmx_port") or 7199,
-                ["status"],
-                java=params.get("java") or "java",
-                jmx_user=params.get("jmx_user"),
-                jmx_password=params.get("jmx_password"),
-                timeout=60,
-            )
-            view["status"] = parse_status(text)
-        except CassandraServerError as exc:
-            view["nodetool_error"] = str(exc)
-        if params.get("check_cql", True):
-            cluster = None
-            try:
-                conn_params = dict(params)
-                if node.get("native_port"):
-                    conn_params["login_port"] = node["native_port"]
-                cluster, session = cql.connect(conn_params, hosts=[address], only_these_hosts=True)
-                view["cql"] = cql.local_info(session)["release_version"]
-            except Exception as exc:  # the driver raises many types; all mean "no CQL here"
-                view["cql_error"] = str(exc)
-            finally:
-                if cluster is not None:
-                    cluster.shutdown()
-        views[address] = view
-    return views
+            conn_params = dict(params)
+            if node.get("native_port"):
+                conn_params["login_port"] = node["native_port"]
+            cluster, session = cql.connect(conn_params, hosts=[address], only_these_hosts=True)
+            view["cql"] = cql.local_info(session)["release_version"]
+        except Exception as exc:  # the driver raises many types; all mean "no CQL here"
+            view["cql_error"] = str(exc)
+        finally:
+            if cluster is not None:
+                cluster.shutdown()
+    return view
 
 
 def problems_of(views, expected):
