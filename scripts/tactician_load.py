@@ -53,7 +53,7 @@ def parse_args(argv):
 
 def report_phase(result):
     print(
-        "  phase %d %s: target %d ops/s, driven %.0f ops/s, read ratio %.2f, %d failed"
+        "  phase %d %s: target %d ops/s, driven %.0f ops/s, read ratio %.2f, %d failed, %d reads found no row"
         % (
             result["schedule_index"],
             result["label"] or "",
@@ -61,6 +61,7 @@ def report_phase(result):
             result["throughput"] or 0.0,
             result["read_ratio"],
             result["failed_total"],
+            result.get("not_found_total") or 0,
         ),
         flush=True,
     )

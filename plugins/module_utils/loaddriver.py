@@ -123,7 +123,7 @@ _PCT = re.compile(r"^([0-9.]+)(?:th)?PercentileLatency\(us\)$")
 
 def parse_output(text):
     """YCSB's summary lines -> {'runtime_ms', 'throughput', 'operations': {op: {...}}, 'failed': {op: n}}."""
-    result = {"runtime_ms": None, "throughput": None, "operations": {}, "failed": {}}
+    result = {"runtime_ms": None, "throughput": None, "operations": {}, "failed": {}, "not_found": {}}
     for line in text.splitlines():
         match = _LINE.match(line.strip())
         if not match:
@@ -140,8 +140,13 @@ def parse_output(text):
             result["server_commands"] = int(value or 0)
             continue
         if section.endswith("-FAILED"):
+            name = section[: -len("-FAILED")].lower()
             if metric == "Operations":
-                result["failed"][section[: -len("-FAILED")].lower()] = int(value or 0)
+                result["failed"][name] = int(value or 0)
+            elif metric == "Return=NOT_FOUND":
+                # The store answered, without the row: a read at CL ONE that met a replica the row has not
+                # reached yet (stale, not unavailable). Counted apart from the operations that failed.
+                result["not_found"][name] = int(value or 0)
             continue
         if section in ("CLEANUP", "TOTAL_GCS", "TOTAL_GC_TIME", "TOTAL_GC_TIME_%") or section.startswith("TOTAL_GC"):
             continue
@@ -157,6 +162,12 @@ def parse_output(text):
             op["p%s_ms" % _label(float(pct.group(1)))] = _ms(value)
         elif metric.startswith("Return="):
             op["returns"][metric[len("Return=") :]] = int(value or 0)
+    for name, missing in result["not_found"].items():
+        left = result["failed"].get(name, 0) - missing
+        if left > 0:
+            result["failed"][name] = left
+        else:
+            result["failed"].pop(name, None)
     for name, op in result["operations"].items():
         bad = sum(count for status, count in op["returns"].items() if status not in ("OK", "NOT_FOUND"))
         if bad:
@@ -175,6 +186,25 @@ def parse_status(text):
         if match:
             stamp = time.mktime(time.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")) + int(match.group(2)) / 1000.0
             points.append((stamp, int(match.group(3))))
+    return points
+
+
+_FAILED_COUNT = re.compile(r"\[([A-Z0-9_]+)-FAILED: Count=(\d+)")
+
+
+def parse_failures(text):
+    """YCSB's periodic status lines (-s) -> [(unix time, operations of the -FAILED series in the interval that
+    ends then)], only the intervals with some. The series holds the failed operations and the reads that found no
+    row alike (the summary at the end tells them apart)."""
+    points = []
+    for line in text.splitlines():
+        match = _STATUS.match(line.strip())
+        if not match:
+            continue
+        count = sum(int(n) for _op, n in _FAILED_COUNT.findall(line))
+        if count:
+            stamp = time.mktime(time.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")) + int(match.group(2)) / 1000.0
+            points.append((stamp, count))
     return points
 
 
@@ -200,7 +230,7 @@ def merge(parts):
     is the worst of the processes' (an upper bound of the combined one)."""
     if len(parts) == 1:
         return parts[0]
-    merged = {"runtime_ms": 0.0, "throughput": 0.0, "operations": {}, "failed": {}}
+    merged = {"runtime_ms": 0.0, "throughput": 0.0, "operations": {}, "failed": {}, "not_found": {}}
     for part in parts:
         merged["runtime_ms"] = max(merged["runtime_ms"], part["runtime_ms"] or 0.0)
         merged["throughput"] += part["throughput"] or 0.0
@@ -208,6 +238,8 @@ def merge(parts):
             merged["server_commands"] = merged.get("server_commands", 0) + part["server_commands"]
         for name, count in part["failed"].items():
             merged["failed"][name] = merged["failed"].get(name, 0) + count
+        for name, count in part.get("not_found", {}).items():
+            merged["not_found"][name] = merged["not_found"].get(name, 0) + count
         for name, op in part["operations"].items():
             into = merged["operations"].setdefault(name, {"count": 0, "returns": {}})
             weight_before = into["count"]
@@ -270,6 +302,7 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
                 raise LoadDriverError("YCSB client failed (exit %s): %s" % (proc.returncode, _tail(_redact(text))))
             results.append(parse_output(text))
             results[-1]["status"] = parse_status(text)
+            results[-1]["failures"] = parse_failures(text)
             results[-1]["errors"] = [
                 _redact(line.strip())[len("[tactician] ") :]
                 for line in text.splitlines()
@@ -283,10 +316,12 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
         os.rmdir(tmp)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     status = [part.pop("status", []) for part in results]
+    failed_at = sorted(point for part in results for point in part.pop("failures", []))
     errors = [line for part in results for line in part.pop("errors", [])]
     merged = merge(results)
     merged["client_errors"] = errors[:10]
     merged["status_by_process"] = status
+    merged["failed_at"] = [list(point) for point in failed_at]
     merged["wall_s"] = round(time.monotonic() - started, 3)
     merged["client_cpu_s"] = round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 3)
     servers_after = {pid: cpu_seconds(pid) for pid in servers_before}
@@ -307,6 +342,7 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
     merged["phase"] = phase
     merged["store"] = store
     merged["failed_total"] = sum(merged["failed"].values())
+    merged["not_found_total"] = sum(merged.get("not_found", {}).values())
     return merged
 
 

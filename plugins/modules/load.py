@@ -153,6 +153,8 @@ results:
       runtime_ms: 32678
       failed: {}
       failed_total: 0
+      not_found: {}
+      not_found_total: 0
       client_cpu_s: 31.2
       operations: {read: {count: 200000, avg_ms: 5.1, p50_ms: 4.3, p95_ms: 10.2, p99_ms: 18.1, p999_ms: 41.0}}
 """

@@ -42,6 +42,35 @@ def test_parse_output_reads_throughput_percentiles_and_failures():
     assert result["server_commands"] == 50123 and "server-commands" not in result["operations"]
 
 
+def test_reads_that_found_no_row_are_counted_apart_from_failures():
+    text = OUTPUT.replace(
+        "[READ-FAILED], Operations, 10\n",
+        "[READ-FAILED], Operations, 25\n[READ-FAILED], Return=ERROR, 10\n[READ-FAILED], Return=NOT_FOUND, 15\n",
+    )
+    result = loaddriver.parse_output(text)
+    assert result["failed"] == {"read": 10} and result["not_found"] == {"read": 15}
+    only_missing = loaddriver.parse_output(
+        OUTPUT.replace("[READ], Return=ERROR, 10\n", "").replace(
+            "[READ-FAILED], Operations, 10\n", "[READ-FAILED], Operations, 7\n[READ-FAILED], Return=NOT_FOUND, 7\n"
+        )
+    )
+    assert only_missing["failed"] == {} and only_missing["not_found"] == {"read": 7}
+    merged = loaddriver.merge([result, only_missing])
+    assert merged["failed"] == {"read": 10} and merged["not_found"] == {"read": 22}
+
+
+def test_status_lines_tell_when_operations_failed():
+    text = (
+        "2026-11-26 10:00:10:000 10 sec: 35000 operations; 3500 current ops/sec; [INSERT: Count=35000, Max=9]\n"
+        "2026-11-26 10:00:20:500 20 sec: 70000 operations; 3500 current ops/sec; [INSERT: Count=34998, Max=9] "
+        "[INSERT-FAILED: Count=2, Max=2001000, Min=2000000]\n"
+        "[INSERT-FAILED], Operations, 2\n"
+    )
+    points = loaddriver.parse_failures(text)
+    assert len(points) == 1 and points[0][1] == 2
+    assert points[0][0] - loaddriver.parse_status(text)[0][0] == pytest.approx(10.5)
+
+
 def test_split_for_processes_partitions_keys_operations_threads_and_target():
     props = {"recordcount": "100", "operationcount": "1001", "threadcount": "5", "target": "900"}
     loads = loaddriver.split_for_processes(props, "load", 3)
