@@ -245,8 +245,13 @@ def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
         # The driver may stop before a slow roll ends (a busy machine): measure the part of the roll it covered.
         driven_to = min(roll_end, status[-1][0])
         covered = max(0.0, driven_to - roll_start) / max(roll_end - roll_start, 1e-9)
-        before_rate = loaddriver.ops_between(status, max(roll_start - 8, status[0][0]), roll_start)
+        # Before: the last 15 s of the warm-up, after the client's first status line (its JVM's own warm-up).
+        before_rate = loaddriver.ops_between(status, max(roll_start - BEFORE_S, status[0][0]), roll_start)
         during_rate = loaddriver.ops_between(status, roll_start, driven_to)
+    p99_points = load.get("p99_at") or []
+    # The worst 10 s p99 of the intervals that end in the window (status lines every 10 s).
+    p99_before = loaddriver.worst_p99(p99_points, roll_start - BEFORE_S - 5, roll_start)
+    p99_during = loaddriver.worst_p99(p99_points, roll_start, roll_end + 10)
     after = current_value(store, nodes, conn, name)
     row = dict(
         store=store,
@@ -264,6 +269,8 @@ def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
         driver_ends_after_roll=(load.get("runtime_ms") or 0) / 1000.0 > args.warmup + wall,
         rate_before=before_rate,
         rate_during=during_rate,
+        p99_before_ms=p99_before,
+        p99_during_ms=p99_during,
         driver_covered=covered,
         probe_acked=len(probe.acked),
         probe_failed=probe.failed,
@@ -275,6 +282,10 @@ def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
     if result.returncode != 0:
         row["playbook_tail"] = result.stderr[-1500:]
     return row
+
+
+BEFORE_S = 15.0
+"""The window before the roll that rates and latencies are compared with."""
 
 
 def kill_mid_restart(node):
@@ -318,7 +329,7 @@ def main():
         help="consistency level of the clients, which the roll must keep available (its batch size)",
     )
     parser.add_argument("--records", type=int, default=20000)
-    parser.add_argument("--warmup", type=float, default=15.0)
+    parser.add_argument("--warmup", type=float, default=30.0, help="seconds of load before the roll starts")
     parser.add_argument("--cooldown", type=float, default=5.0)
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument(
@@ -383,17 +394,17 @@ def main():
     print()
     print(
         "| store | case | setting | playbook rc | roll s | T_r per node s | driver ops | driver failed | "
-        "ops/s before | ops/s during | ratio | roll under load | probe acked | probe failed | acked lost | "
-        "max nodes down |"
+        "ops/s before | ops/s during | ratio | p99 ms before / during (worst 10 s) | roll under load | probe acked | "
+        "probe failed | acked lost | max nodes down |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         t_r = ", ".join(
             "%s %s" % (h, "-" if v["T_r"] is None else "%.1f" % v["T_r"]) for h, v in row["per_node"].items()
         )
         ratio = (row["rate_during"] / row["rate_before"]) if row["rate_before"] and row["rate_during"] else None
         print(
-            "| %s | %s | %s | %s | %.1f | %s | %d | %s | %s | %s | %s | %.0f %% | %d | %d | %d | %d |"
+            "| %s | %s | %s | %s | %.1f | %s | %d | %s | %s | %s | %s | %s / %s | %.0f %% | %d | %d | %d | %d |"
             % (
                 row["store"],
                 row["case"],
@@ -406,6 +417,8 @@ def main():
                 _f(row["rate_before"]),
                 _f(row["rate_during"]),
                 _f(ratio, 3),
+                _f(row.get("p99_before_ms")),
+                _f(row.get("p99_during_ms")),
                 100.0 * row.get("driver_covered", 0.0),
                 row["probe_acked"],
                 row["probe_failed"],

@@ -208,6 +208,35 @@ def parse_failures(text):
     return points
 
 
+_SERIES_P99 = re.compile(r"\[([A-Z0-9_]+): Count=(\d+)[^\]]*?, 99=([0-9.]+)")
+
+
+def parse_p99(text):
+    """YCSB's periodic status lines (-s) -> [(unix time, {op: 99th percentile latency in ms})] of the interval that
+    ends then (the operations that succeeded; HdrHistogram's interval counts)."""
+    points = []
+    for line in text.splitlines():
+        match = _STATUS.match(line.strip())
+        if not match:
+            continue
+        latency = {
+            op.lower(): _ms(float(p99))
+            for op, count, p99 in _SERIES_P99.findall(line)
+            if int(count) > 0 and op not in ("CLEANUP",)
+        }
+        if latency:
+            stamp = time.mktime(time.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")) + int(match.group(2)) / 1000.0
+            points.append((stamp, latency))
+    return points
+
+
+def worst_p99(points, start, end):
+    """The worst 10 s p99 (ms) of any operation among the status intervals that end in (start, end]; None without
+    any."""
+    values = [max(latency.values()) for at, latency in points if start < at <= end and latency]
+    return max(values) if values else None
+
+
 def ops_between(status, start, end):
     """Operations per second a client did between start and end, interpolated from its status points."""
 
@@ -303,6 +332,7 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
             results.append(parse_output(text))
             results[-1]["status"] = parse_status(text)
             results[-1]["failures"] = parse_failures(text)
+            results[-1]["p99"] = parse_p99(text)
             results[-1]["errors"] = [
                 _redact(line.strip())[len("[tactician] ") :]
                 for line in text.splitlines()
@@ -317,11 +347,13 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     status = [part.pop("status", []) for part in results]
     failed_at = sorted(point for part in results for point in part.pop("failures", []))
+    p99_at = sorted((point for part in results for point in part.pop("p99", [])), key=lambda point: point[0])
     errors = [line for part in results for line in part.pop("errors", [])]
     merged = merge(results)
     merged["client_errors"] = errors[:10]
     merged["status_by_process"] = status
     merged["failed_at"] = [list(point) for point in failed_at]
+    merged["p99_at"] = [list(point) for point in p99_at]
     merged["wall_s"] = round(time.monotonic() - started, 3)
     merged["client_cpu_s"] = round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 3)
     servers_after = {pid: cpu_seconds(pid) for pid in servers_before}

@@ -71,6 +71,23 @@ def test_status_lines_tell_when_operations_failed():
     assert points[0][0] - loaddriver.parse_status(text)[0][0] == pytest.approx(10.5)
 
 
+def test_status_lines_give_the_p99_of_each_interval():
+    text = (
+        "2026-11-26 10:00:10:000 10 sec: 35000 operations; 3500 current ops/sec; [READ: Count=30000, Max=9000, "
+        "Min=100, Avg=500.5, 90=800, 99=2100, 99.9=5000, 99.99=8000] [UPDATE: Count=5000, Max=9000, Min=100, "
+        "Avg=600, 90=900, 99=3300, 99.9=6000, 99.99=8000] [CLEANUP: Count=0, Max=0]\n"
+        "2026-11-26 10:00:20:000 20 sec: 70000 operations; 3500 current ops/sec; [READ: Count=30000, Max=9000, "
+        "Min=100, Avg=500.5, 90=800, 99=1500, 99.9=5000, 99.99=8000] [READ-FAILED: Count=2, Max=2001000, "
+        "Min=2000000, Avg=2000500, 90=2001000, 99=2001000, 99.9=2001000, 99.99=2001000]\n"
+    )
+    points = loaddriver.parse_p99(text)
+    assert [latency for _at, latency in points] == [{"read": 2.1, "update": 3.3}, {"read": 1.5}]
+    first, second = points[0][0], points[1][0]
+    assert loaddriver.worst_p99(points, first - 1, second) == 3.3
+    assert loaddriver.worst_p99(points, first, second) == 1.5
+    assert loaddriver.worst_p99(points, second, second + 10) is None
+
+
 def test_split_for_processes_partitions_keys_operations_threads_and_target():
     props = {"recordcount": "100", "operationcount": "1001", "threadcount": "5", "target": "900"}
     loads = loaddriver.split_for_processes(props, "load", 3)
