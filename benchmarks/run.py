@@ -61,9 +61,21 @@ SITES = {
 }
 # What a bench experiment needs before it runs, when it is missing: (file, playbook that makes it, what it is).
 RESOURCE_MODEL = os.path.join(".lab", "bench", "models", "cassandra-resource.json")
+# The one calibrated on this project's bench node (2 CPUs, 512 MiB heap), used when the local one is missing: a
+# calibration takes about 12 minutes of the full set.
+SHIPPED_RESOURCE_MODEL = os.path.join("catalog", "models", "cassandra-bench-resource.json")
 PREREQUISITES = {
-    "resource_accuracy": [(RESOURCE_MODEL, "calibrate.yml", "the bench node's resource model")],
+    "resource_accuracy": [(RESOURCE_MODEL, SHIPPED_RESOURCE_MODEL, "calibrate.yml", "the bench node's resource model")],
 }
+
+
+def resource_model():
+    """The bench node's resource model: the local calibration when there is one, else the shipped one."""
+    if os.path.exists(os.path.join(ROOT, RESOURCE_MODEL)) or not os.path.exists(
+        os.path.join(ROOT, SHIPPED_RESOURCE_MODEL)
+    ):
+        return RESOURCE_MODEL
+    return SHIPPED_RESOURCE_MODEL
 
 
 @dataclass(frozen=True)
@@ -190,7 +202,9 @@ EXPERIMENTS = (
         "Real tuning gain: default vs racing vs surrogate + GA, YCSB A and E, 10 rounds side by side",
         "seed 004 (irace)",
         short=("--short", "--workloads", "a", "--budget-s", "120", "--rounds", "2", "--run-s", "10", "--warmup-s", "5"),
-        full=("--budget-s", "300", "--rounds", "10", "--run-s", "10", "--warmup-s", "10"),
+        # Each run is a restart, a load and a run of a few seconds (about 40 s on 2 CPUs): 90 s of runs is 9 of
+        # them per race, and 10 rounds of 3 configurations are 30 more per workload.
+        full=("--budget-s", "90", "--rounds", "10", "--run-s", "10", "--warmup-s", "5"),
         needs=BENCH_NODE,
         outputs=False,
         site="bench",
@@ -254,8 +268,8 @@ class Servers:
 
     def prepare(self, experiment, site):
         """None when what the experiment needs is there (made now with --servers start), else why not."""
-        for path, playbook, what in PREREQUISITES.get(experiment.name, []):
-            if os.path.exists(os.path.join(ROOT, path)):
+        for path, shipped, playbook, what in PREREQUISITES.get(experiment.name, []):
+            if os.path.exists(os.path.join(ROOT, path)) or os.path.exists(os.path.join(ROOT, shipped)):
                 continue
             if self.mode != "start":
                 return "%s is missing (%s)" % (what, path)
@@ -295,6 +309,8 @@ def command(experiment, short, out_dir, lab_model=True):
     args += list(experiment.extra)
     if experiment.name == "dynamic" and not lab_model:
         args += ["--model", os.path.join("catalog", "models", "cassandra-bench.json")]
+    if experiment.name == "resource_accuracy":
+        args += ["--model", resource_model()]
     if experiment.outputs:
         args += ["--markdown", os.path.join(out_dir, experiment.name + ".md")]
         args += ["--csv", os.path.join(out_dir, experiment.name + ".csv")]

@@ -102,7 +102,11 @@ def test_start_mode_brings_up_prepares_runs_and_stops_what_it_started(tmp_path, 
         return True, 1.0
 
     monkeypatch.setattr(run, "run_logged", fake_run_logged)
-    monkeypatch.setattr(run, "PREREQUISITES", {"resource_accuracy": [("no/such/model.json", "calibrate.yml", "m")]})
+    monkeypatch.setattr(
+        run,
+        "PREREQUISITES",
+        {"resource_accuracy": [("no/such/model.json", "no/such/shipped.json", "calibrate.yml", "m")]},
+    )
     ran = []
     monkeypatch.setattr(
         run, "run_one", lambda e, *a, **k: ran.append(e.name) or dict(name=e.name, status="ok", wall_s=1.0, command="x")
