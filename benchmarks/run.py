@@ -61,7 +61,7 @@ SITES = {
 }
 # What a bench experiment needs before it runs, when it is missing: (file, playbook that makes it, what it is).
 RESOURCE_MODEL = os.path.join(".lab", "bench", "models", "cassandra-resource.json")
-# The one calibrated on this project's bench node (2 CPUs, 512 MiB heap), used when the local one is missing: a
+# The one calibrated on this project's bench node (2 CPUs, 1 GiB heap), used when the local one is missing: a
 # calibration takes about 12 minutes of the full set.
 SHIPPED_RESOURCE_MODEL = os.path.join("catalog", "models", "cassandra-bench-resource.json")
 PREREQUISITES = {

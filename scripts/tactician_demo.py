@@ -170,7 +170,7 @@ def main(argv=None):
         keyspace="tactician_demo",
         replication_factor=3,
         # Every replica acknowledges every row: at ONE an overloaded replica may drop writes during the load,
-        # and the clients' reads at ONE then miss rows (NOT_FOUND, counted as failed reads).
+        # and the clients' reads at ONE then miss rows (reads that find no row).
         consistency="ALL",
         driver_home=os.path.join(LAB, "load-driver"),
     )

@@ -178,15 +178,18 @@ def parse_output(text):
 _STATUS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d):(\d{3}) \d+ sec: (\d+) operations;")
 
 
-def parse_status(text):
-    """YCSB's periodic status lines (-s) -> [(unix time, operations done so far)], in the client's local time."""
-    points = []
+def _status_lines(text):
+    """(unix time in the client's local time, operations done so far, line) of each periodic status line (-s)."""
     for line in text.splitlines():
         match = _STATUS.match(line.strip())
         if match:
             stamp = time.mktime(time.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")) + int(match.group(2)) / 1000.0
-            points.append((stamp, int(match.group(3))))
-    return points
+            yield stamp, int(match.group(3)), line
+
+
+def parse_status(text):
+    """YCSB's periodic status lines (-s) -> [(unix time, operations done so far)], in the client's local time."""
+    return [(stamp, done) for stamp, done, _line in _status_lines(text)]
 
 
 _FAILED_COUNT = re.compile(r"\[([A-Z0-9_]+)-FAILED: Count=(\d+)")
@@ -197,13 +200,9 @@ def parse_failures(text):
     ends then)], only the intervals with some. The series holds the failed operations and the reads that found no
     row alike (the summary at the end tells them apart)."""
     points = []
-    for line in text.splitlines():
-        match = _STATUS.match(line.strip())
-        if not match:
-            continue
+    for stamp, _done, line in _status_lines(text):
         count = sum(int(n) for _op, n in _FAILED_COUNT.findall(line))
         if count:
-            stamp = time.mktime(time.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")) + int(match.group(2)) / 1000.0
             points.append((stamp, count))
     return points
 
@@ -215,17 +214,13 @@ def parse_p99(text):
     """YCSB's periodic status lines (-s) -> [(unix time, {op: 99th percentile latency in ms})] of the interval that
     ends then (the operations that succeeded; HdrHistogram's interval counts)."""
     points = []
-    for line in text.splitlines():
-        match = _STATUS.match(line.strip())
-        if not match:
-            continue
+    for stamp, _done, line in _status_lines(text):
         latency = {
             op.lower(): _ms(float(p99))
             for op, count, p99 in _SERIES_P99.findall(line)
-            if int(count) > 0 and op not in ("CLEANUP",)
+            if int(count) > 0 and op != "CLEANUP"
         }
         if latency:
-            stamp = time.mktime(time.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")) + int(match.group(2)) / 1000.0
             points.append((stamp, latency))
     return points
 
