@@ -59,23 +59,34 @@ SITES = {
     "lab": Site("lab", None, ("127.0.0.1", 9042), "the lab (3 Cassandra nodes, Redis cluster)"),
     "bench": Site("bench", os.path.join("inventories", "bench"), ("127.0.0.31", 9042), "the bench Cassandra node"),
 }
-# What a bench experiment needs before it runs, when it is missing: (file, playbook that makes it, what it is).
-RESOURCE_MODEL = os.path.join(".lab", "bench", "models", "cassandra-resource.json")
-# The one calibrated on this project's bench node (2 CPUs, 1 GiB heap), used when the local one is missing: a
-# calibration takes about 12 minutes of the full set.
-SHIPPED_RESOURCE_MODEL = os.path.join("catalog", "models", "cassandra-bench-resource.json")
-PREREQUISITES = {
-    "resource_accuracy": [(RESOURCE_MODEL, SHIPPED_RESOURCE_MODEL, "calibrate.yml", "the bench node's resource model")],
-}
 
 
-def resource_model():
-    """The bench node's resource model: the local calibration when there is one, else the shipped one."""
-    if os.path.exists(os.path.join(ROOT, RESOURCE_MODEL)) or not os.path.exists(
-        os.path.join(ROOT, SHIPPED_RESOURCE_MODEL)
-    ):
-        return RESOURCE_MODEL
-    return SHIPPED_RESOURCE_MODEL
+@dataclass(frozen=True)
+class Prerequisite:
+    """A file a bench experiment needs before it runs: made here by a playbook, or else shipped with the project."""
+
+    local: str
+    shipped: str | None
+    playbook: str
+    what: str
+
+    def found(self):
+        """The local file when there is one, else the shipped one when there is one, else None."""
+        for path in (self.local, self.shipped):
+            if path and os.path.exists(os.path.join(ROOT, path)):
+                return path
+        return None
+
+
+# The bench node's resource model: the local calibration when there is one, else the one calibrated on this
+# project's bench node (2 CPUs, 1 GiB heap), shipped because a calibration takes about 12 minutes of the full set.
+RESOURCE_MODEL = Prerequisite(
+    os.path.join(".lab", "bench", "models", "cassandra-resource.json"),
+    os.path.join("catalog", "models", "cassandra-bench-resource.json"),
+    "calibrate.yml",
+    "the bench node's resource model",
+)
+PREREQUISITES = {"resource_accuracy": [RESOURCE_MODEL]}
 
 
 @dataclass(frozen=True)
@@ -201,10 +212,25 @@ EXPERIMENTS = (
         "tuning_gain.py",
         "Real tuning gain: default vs racing vs surrogate + GA, YCSB A and E, 10 rounds side by side",
         "seed 004 (irace)",
-        short=("--short", "--workloads", "a", "--budget-s", "120", "--rounds", "2", "--run-s", "10", "--warmup-s", "5"),
-        # Each run is a restart, a load and a run of a few seconds (about 40 s on 2 CPUs): 90 s of runs is 9 of
-        # them per race, and 10 rounds of 3 configurations are 30 more per workload.
-        full=("--budget-s", "90", "--rounds", "10", "--run-s", "10", "--warmup-s", "5"),
+        # The live space on one warm JVM and the rows in place: a run is about 15 s on 2 CPUs (a restart and a cold
+        # load made it 40-60 s, and the full set did not fit in 90 minutes). 180 s of budget are a dozen runs per
+        # race; 10 rounds of 3 configurations are 30 more per workload, about 12 minutes per workload in all.
+        short=(
+            "--short",
+            "--space",
+            "live",
+            "--workloads",
+            "a",
+            "--budget-s",
+            "60",
+            "--rounds",
+            "2",
+            "--run-s",
+            "5",
+            "--warmup-s",
+            "10",
+        ),
+        full=("--space", "live", "--budget-s", "180", "--rounds", "10", "--run-s", "10", "--warmup-s", "20"),
         needs=BENCH_NODE,
         outputs=False,
         site="bench",
@@ -268,17 +294,17 @@ class Servers:
 
     def prepare(self, experiment, site):
         """None when what the experiment needs is there (made now with --servers start), else why not."""
-        for path, shipped, playbook, what in PREREQUISITES.get(experiment.name, []):
-            if os.path.exists(os.path.join(ROOT, path)) or os.path.exists(os.path.join(ROOT, shipped)):
+        for need in PREREQUISITES.get(experiment.name, []):
+            if need.found():
                 continue
             if self.mode != "start":
-                return "%s is missing (%s)" % (what, path)
+                return "%s is missing (%s)" % (need.what, need.local)
             ok, seconds = run_logged(
-                site.playbook(playbook), os.path.join(self.out_dir, "%s-prepare.log" % experiment.name), what
+                site.playbook(need.playbook), os.path.join(self.out_dir, "%s-prepare.log" % experiment.name), need.what
             )
-            self.steps.append(("make %s (%s)" % (what, playbook), "ok" if ok else "failed", seconds))
+            self.steps.append(("make %s (%s)" % (need.what, need.playbook), "ok" if ok else "failed", seconds))
             if not ok:
-                return "making %s failed (see %s-prepare.log)" % (what, experiment.name)
+                return "making %s failed (see %s-prepare.log)" % (need.what, experiment.name)
         return None
 
     def done_with(self, site):
@@ -310,7 +336,7 @@ def command(experiment, short, out_dir, lab_model=True):
     if experiment.name == "dynamic" and not lab_model:
         args += ["--model", os.path.join("catalog", "models", "cassandra-bench.json")]
     if experiment.name == "resource_accuracy":
-        args += ["--model", resource_model()]
+        args += ["--model", RESOURCE_MODEL.found() or RESOURCE_MODEL.local]
     if experiment.outputs:
         args += ["--markdown", os.path.join(out_dir, experiment.name + ".md")]
         args += ["--csv", os.path.join(out_dir, experiment.name + ".csv")]

@@ -67,10 +67,17 @@ def reconfigure(
     rollback=True,
     memory_mb=None,
     heap_mb=None,
+    force_restart=False,
 ):
-    """Bring one node to settings. Returns the module result; raises ReconfigureError (with .result)."""
+    """Bring one node to settings. Returns the module result; raises ReconfigureError (with .result).
+
+    force_restart restarts the node even when every change is live or there is none (a fresh process, e.g. before
+    each run of a side-by-side comparison, so that no configuration is measured on a JVM the others did not get).
+    """
     watch = Stopwatch()
     result = dict(changed=False, restart_required=False, commands=[], steps=[], timings=watch.steps, warnings=[])
+    if force_restart and not allow_restart:
+        raise ReconfigureError("force_restart and allow_restart=false contradict each other: choose one", result)
     wanted = validate(catalog, settings, memory_mb=memory_mb, heap_mb=heap_mb)
     needed = list(wanted)
     for name in wanted:
@@ -85,6 +92,7 @@ def reconfigure(
         changes=changes,
         file_changes=file_changes,
         restart_required=bool(restart),
+        restart_forced=bool(force_restart and not restart),
         diff=dict(
             before={name: change["before"] for name, change in sorted(changes.items())},
             after={name: change["after"] for name, change in sorted(changes.items())},
@@ -99,12 +107,12 @@ def reconfigure(
             % (node.name, ", ".join(sorted(restart))),
             result,
         )
-    result["changed"] = bool(changes or file_changes)
+    result["changed"] = bool(changes or file_changes or force_restart)
     if check_mode or not result["changed"]:
-        result["steps"] = _planned(live, restart, file_changes)
+        result["steps"] = _planned(live, restart or force_restart, file_changes)
         return result
     try:
-        if restart:
+        if restart or force_restart:
             _restart(node, wanted, result, watch, rollback)
         else:
             _live(node, wanted, current, live, result, watch)

@@ -62,6 +62,14 @@ options:
     description: Restart the node when a setting needs it. With V(false) such a change fails and nothing is touched.
     type: bool
     default: true
+  force_restart:
+    description:
+      - Restart the node even when every change can be made live, or when nothing changes (the settings are
+        written to the config file and the node drained, stopped, started and verified as for a restart change).
+      - For measurements that must each start from a fresh process, such as the runs of C(playbooks/compare.yml).
+      - Contradicts O(allow_restart=false).
+    type: bool
+    default: false
   verify:
     description: Read the values back from the node after the change and fail when they differ.
     type: bool
@@ -184,6 +192,10 @@ restart_required:
   description: Whether a change needs a restart of the node.
   returned: always
   type: bool
+restart_forced:
+  description: Whether the node is restarted only because O(force_restart) asks for it.
+  returned: always
+  type: bool
 steps:
   description: Steps taken (or planned, in check mode).
   returned: always
@@ -243,6 +255,7 @@ def main():
             catalog_version=dict(type="str"),
             catalog=dict(type="dict"),
             allow_restart=dict(type="bool", default=True),
+            force_restart=dict(type="bool", default=False),
             verify=dict(type="bool", default=True),
             rollback=dict(type="bool", default=True),
             memory_mb=dict(type="int"),
@@ -285,6 +298,7 @@ def main():
             catalog,
             params["settings"],
             allow_restart=params["allow_restart"],
+            force_restart=params["force_restart"],
             check_mode=module.check_mode,
             verify=params["verify"],
             rollback=params["rollback"],

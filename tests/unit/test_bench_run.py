@@ -105,7 +105,7 @@ def test_start_mode_brings_up_prepares_runs_and_stops_what_it_started(tmp_path, 
     monkeypatch.setattr(
         run,
         "PREREQUISITES",
-        {"resource_accuracy": [("no/such/model.json", "no/such/shipped.json", "calibrate.yml", "m")]},
+        {"resource_accuracy": [run.Prerequisite("no/such/model.json", "no/such/shipped.json", "calibrate.yml", "m")]},
     )
     ran = []
     monkeypatch.setattr(

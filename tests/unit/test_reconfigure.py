@@ -139,6 +139,30 @@ def test_restart_refused_when_not_allowed_touches_nothing():
     assert node.events == ["read"]
 
 
+def test_forced_restart_restarts_a_node_with_nothing_to_change():
+    node = FakeNode()
+    planned = rc.reconfigure(node, FakeCatalog(), {"concurrent_compactors": 2}, force_restart=True, check_mode=True)
+    assert planned["changed"] and planned["restart_forced"] and not planned["restart_required"]
+    assert planned["steps"][:3] == ["prepare", "stop", "write config"] and node.events == ["read"]
+    result = rc.reconfigure(node, FakeCatalog(), {"concurrent_compactors": 2}, force_restart=True)
+    assert node.events[1:] == ["read", "prepare", "stop", "write", "start", "rejoin", "read"]
+    assert result["changed"] and result["downtime"] >= 0
+
+
+def test_forced_restart_takes_live_changes_through_the_file():
+    node = FakeNode()
+    rc.reconfigure(node, FakeCatalog(), {"concurrent_compactors": 4}, force_restart=True)
+    assert "live concurrent_compactors" not in node.events and "start" in node.events
+    assert node.live["concurrent_compactors"] == 4 and node.tuned == {"concurrent_compactors": 4}
+
+
+def test_forced_restart_and_no_restart_contradict():
+    node = FakeNode()
+    with pytest.raises(rc.ReconfigureError, match="force_restart and allow_restart=false"):
+        rc.reconfigure(node, FakeCatalog(), {"concurrent_compactors": 4}, force_restart=True, allow_restart=False)
+    assert node.events == []
+
+
 def test_bad_input_fails_before_reading_the_node():
     node = FakeNode()
     with pytest.raises(rc.ReconfigureError, match="out of range"):
