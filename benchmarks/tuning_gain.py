@@ -128,20 +128,22 @@ def main():
         os.makedirs(args.work_dir, exist_ok=True)
     model_file = args.model if os.path.exists(args.model) or args.model != MODEL else SHIPPED_MODEL
     print("model: surrogate + GA from %s" % os.path.relpath(model_file, ROOT), flush=True)
-    timing = {}
+    # Variables of the race (tactician_race*) and of the comparison (tactician_compare*) playbooks.
+    playbook_vars = {}
     if args.run_s:
-        timing.update(tactician_race_run_s=args.run_s, tactician_compare_run_s=args.run_s)
+        playbook_vars.update(tactician_race_run_s=args.run_s, tactician_compare_run_s=args.run_s)
     if args.warmup_s:
-        timing.update(tactician_race_warmup_s=args.warmup_s, tactician_compare_warmup_s=args.warmup_s)
+        playbook_vars.update(tactician_race_warmup_s=args.warmup_s, tactician_compare_warmup_s=args.warmup_s)
     live = args.space == "live"
     if live:
-        timing.update(
+        playbook_vars.update(
             tactician_race="{{ tactician_live_design }}",
             tactician_race_restart=False,
             tactician_race_reload=False,
             tactician_compare_restart=False,
             tactician_compare_reload=False,
         )
+    suffix = ("-live" if live else "") + ("-short" if args.short else "")
     budget = args.budget_s or (600.0 if args.short else 3600.0)
     rounds = args.rounds or (3 if args.short else 10)
     started = time.time()
@@ -149,7 +151,7 @@ def main():
     for workload in args.workloads:
         history = os.path.join(
             args.work_dir or os.path.join(LAB, "races"),
-            "cassandra-ycsb-%s%s%s.jsonl" % (workload, "-live" if live else "", "-short" if args.short else ""),
+            "cassandra-ycsb-%s%s.jsonl" % (workload, suffix),
         )
         t = time.time()
         race = run_playbook(
@@ -159,22 +161,23 @@ def main():
                 tactician_race_workload=workload,
                 tactician_race_budget_s=budget,
                 tactician_race_history=history,
-                **{k: v for k, v in timing.items() if k.startswith("tactician_race")},
+                **{k: v for k, v in playbook_vars.items() if k.startswith("tactician_race")},
             ),
         )
         if race.returncode != 0:
             sys.exit("race of %s failed:\n%s" % (workload, race.stderr[-3000:]))
         race_s = time.time() - t
-        pending, result = racing.Race.from_history(history).ask(history)
+        finished = racing.Race.from_history(history)
+        pending, result = finished.ask(history)
         assert not pending, "the race of %s did not finish" % workload
-        default = racing.Race.from_history(history).default_config()
+        default = finished.default_config()
         configs = {"default": {}, "raced": result["best"]["config"]}
         ga = surrogate_config(workload, default, model_file, space=sorted(default) if live else None)
         if ga:
             configs["surrogate+GA"] = ga
         dataset = os.path.join(
             args.work_dir or os.path.join(LAB, "datasets"),
-            "compare-%s%s%s.jsonl" % (workload, "-live" if live else "", "-short" if args.short else ""),
+            "compare-%s%s.jsonl" % (workload, suffix),
         )
         t = time.time()
         compare = run_playbook(
@@ -186,7 +189,7 @@ def main():
                 tactician_compare_defaults=default,
                 tactician_compare_rounds=rounds,
                 tactician_compare_dataset=dataset,
-                **{k: v for k, v in timing.items() if k.startswith("tactician_compare")},
+                **{k: v for k, v in playbook_vars.items() if k.startswith("tactician_compare")},
             ),
         )
         if compare.returncode != 0:

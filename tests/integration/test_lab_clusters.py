@@ -425,6 +425,11 @@ def _redis_config(name):
     return values
 
 
+def _reconfigured(result):
+    """The results of every node's reconfigure step in a playbook run."""
+    return [res for task, _host, res in result.results if task and task.startswith("Reconfigure the node")]
+
+
 def _cassandra_setting(name):
     cluster, session = cql.connect(dict(CASSANDRA_LOGIN))
     try:
@@ -480,7 +485,7 @@ def test_rolling_restart_of_the_redis_cluster_check_real_again(clusters):
     assert real.returncode == 0, real.stderr
     assert real.changed() == len(REDIS_NODES), real.stats
     assert set(_redis_config("io-threads").values()) == {wanted}
-    steps = [res for task, _host, res in real.results if task and task.startswith("Reconfigure the node")]
+    steps = _reconfigured(real)
     assert all(res["restart_required"] and "verify" in res["steps"] for res in steps)
     assert sum(1 for res in steps if any(step.startswith("failover") for step in res["steps"])) >= 3
     health = run_playbook("playbooks/lab_status.yml", INVENTORY)
@@ -539,9 +544,6 @@ def test_compare_restarts_before_every_run_or_stays_live_when_told(clusters, tmp
         tactician_compare_keyspace="tactician_compare_it",
     )
 
-    def reconfigured(result):
-        return [res for task, _host, res in result.results if task and task.startswith("Reconfigure the node")]
-
     cold = str(tmp_path / "cold.jsonl")
     same = run_playbook(
         "playbooks/compare.yml",
@@ -549,7 +551,7 @@ def test_compare_restarts_before_every_run_or_stays_live_when_told(clusters, tmp
         dict(common, tactician_compare_configs={"one": {}, "same": {}}, tactician_compare_dataset=cold),
     )
     assert same.returncode == 0, same.stderr[-4000:]
-    steps = reconfigured(same)
+    steps = _reconfigured(same)
     assert len(steps) == 2 and all(s["restart_forced"] and "start" in s["steps"] for s in steps), steps
     rows = [json.loads(line) for line in open(cold)]
     assert len(rows) == 2 and all(r.get("row", r)["restarted"] is True for r in rows), rows
@@ -567,7 +569,7 @@ def test_compare_restarts_before_every_run_or_stays_live_when_told(clusters, tmp
         ),
     )
     assert live.returncode == 0, live.stderr[-4000:]
-    steps = reconfigured(live)
+    steps = _reconfigured(live)
     assert steps and not any("start" in s.get("steps", []) for s in steps), steps
     assert _cassandra_setting("concurrent_reads") == "32"
 
