@@ -1,10 +1,15 @@
 # Copyright: Tactician maintainers
 # Apache License 2.0 (see LICENSE)
 """Real tuning gain on the bench Cassandra node (seed 004): race each workload within a time budget, then measure
-the default, the raced configuration and (when the bench surrogate exists) the surrogate + GA configuration side
-by side, round after round. Prints ops/s per configuration, the speedup over the default (geometric mean of the
-per-round ratios) with a 95 % confidence interval (paired by round), and the paired t-test's p-value (both on the
-logarithms).
+the default, the raced configuration and the surrogate + GA configuration side by side, round after round. Prints
+ops/s per configuration, the speedup over the default (geometric mean of the per-round ratios) with a 95 %
+confidence interval (paired by round), and the paired t-test's p-value (both on the logarithms).
+
+The same budget: after the race, the surrogate + GA gets as many runs as the race had, of the same kind, on a
+design of its own (a Latin hypercube over the raced parameters, the default first); a surrogate fitted on those
+runs alone is searched by the GA (--surrogate budget, the default). --surrogate shipped searches the bench
+surrogate fitted offline instead (catalog/models/cassandra-bench.json: 54 runs of the training design, not
+counted in any budget).
 
 Two spaces. --space full (the default of the script) races the training design (restart parameters too): every run
 is on a freshly restarted node, warmed up, with its rows loaded again (cold, as in seed 004), about 40 s a run on
@@ -18,7 +23,7 @@ every configuration the same kind of run, so none profits from a JVM the others 
 
 The bench node must be up (ansible-playbook -i inventories/bench playbooks/lab_up.yml) and nothing else running:
 every number is a throughput on this machine's two CPUs. Races and comparisons resume: an interrupted run picks up
-where it stopped (delete .lab/bench/races and .lab/bench/datasets/compare-* to start over).
+where it stopped (delete .lab/bench/races and .lab/bench/datasets/compare-* and design-* to start over).
 
 What the irace study reported (seed 004): speedups of 6-30 % over the default after budgets of 500-2000
 evaluations (8-48 h); with the default seeded in, good results earlier where the default is good.
@@ -57,29 +62,69 @@ RECORDS, THREADS, DISTRIBUTION = 20000, 32, "zipfian"
 MIXES = {"a": {"read": 0.5, "update": 0.5}, "b": {"read": 0.95, "update": 0.05}, "e": {"scan": 0.95, "insert": 0.05}}
 
 
-def surrogate_config(workload, default, model_file=MODEL, space=None):
-    """The surrogate + GA optimum for the workload (None without a bench surrogate). With space (the raced
-    parameters) the GA searches those only and keeps the surrogate's other parameters at their defaults."""
+def work_of(workload):
+    return {"mix": MIXES[workload], "requestdistribution": DISTRIBUTION, "records": RECORDS, "threads": THREADS}
+
+
+def ga_config(model, workload, default, hardware=None, feasible=None, space=None):
+    """The surrogate + GA optimum for the workload, the default seeded in. With space (the raced parameters) the GA
+    searches those only and keeps the surrogate's other parameters at their defaults; without, the enumerated
+    parameters (the compaction strategy) stay at the default's."""
+    heap_mb = (hardware or {}).get("heap_mb")
+    if space:
+        default = model.space.complete(dict(default), heap_mb=heap_mb)
+        fixed = {n: default[n] for n in model.space.parameters if n not in space}
+    else:
+        fixed = {n: default[n] for n in model.space.parameters if n in default and model.space.kind(n) == "enum"}
+    found = tuner.tune(
+        tuner.Throughput(model, hardware=hardware),
+        [work_of(workload)],
+        feasible=feasible,
+        fixed=fixed or None,
+        include=[default],
+        seed=0,
+        generations=100,
+    )
+    config = dict(found["config"])
+    return {n: config[n] for n in space} if space else config
+
+
+def shipped_config(workload, default, model_file, space=None):
+    """The surrogate + GA optimum on a surrogate fitted offline (the bench surrogate), or None without one."""
     if not os.path.exists(model_file):
         return None
     data, metadata = modelstore.load_model(model_file, kind="surrogate", store="cassandra")
     model = sg.Surrogate.from_dict(data)
     hardware = metadata["hardware_profile"]
-    f_ops = tuner.Throughput(model, hardware=hardware)
     feasible = sg.feasible_by_catalog(
         model.space.catalog, memory_mb=hardware["ram_gb"] * 1024, heap_mb=hardware.get("heap_mb")
     )
-    work = {"mix": MIXES[workload], "requestdistribution": DISTRIBUTION, "records": RECORDS, "threads": THREADS}
-    if space:
-        default = model.space.complete(dict(default), heap_mb=hardware.get("heap_mb"))
-        fixed = {n: default[n] for n in model.space.parameters if n not in space}
-    else:
-        fixed = {n: default[n] for n in model.space.parameters if n in default and model.space.kind(n) == "enum"}
-    found = tuner.tune(
-        f_ops, [work], feasible=feasible, fixed=fixed or None, include=[default], seed=0, generations=100
-    )
-    config = dict(found["config"])
-    return {n: config[n] for n in space} if space else config
+    return ga_config(model, workload, default, hardware=hardware, feasible=feasible, space=space)
+
+
+def budget_design(race, runs):
+    """The surrogate's own design for the race's budget: as many configurations as the race ran evaluations, a
+    Latin hypercube over the raced parameters with the default as its first point, one run each."""
+    found = sg.design(race.space, runs, method="lhs", seed=race.seed, feasible=race.feasible)
+    points = []
+    for config in found["points"]:
+        config = dict(config, **race.fixed)
+        if config not in points:
+            points.append(config)
+    return {"d%02d" % index: config for index, config in enumerate(points)}
+
+
+def budget_surrogate(race, rows):
+    """A surrogate fitted on the design's runs only (the race's space), and its leave-one-out R^2."""
+    measured = [r for r in rows if r.get("ops_per_s") is not None]
+    if len(measured) < 4:
+        raise SystemExit("design: %d measured runs; a surrogate needs at least 4" % len(measured))
+    predicted = []
+    for index in range(len(measured)):
+        rest = measured[:index] + measured[index + 1 :]
+        predicted.append(sg.Surrogate(race.space, seed=0).fit(rest).predict(measured[index]))
+    r2 = sg.metrics([r["ops_per_s"] for r in measured], predicted)["r2"]
+    return sg.Surrogate(race.space, seed=0).fit(measured), r2
 
 
 def interval(ratios):
@@ -111,6 +156,14 @@ def main():
     parser.add_argument("--run-s", type=int, help="seconds of each measured run, races and rounds (default 20)")
     parser.add_argument("--warmup-s", type=int, help="seconds of load before each measured run (default 20)")
     parser.add_argument(
+        "--surrogate",
+        choices=["budget", "shipped"],
+        default="budget",
+        help="budget: the surrogate + GA gets the race's budget, a design of as many runs as the race had (of the "
+        "same kind), fitted and searched after the race; shipped: the surrogate fitted offline (--model), whose "
+        "training runs are not counted (default budget)",
+    )
+    parser.add_argument(
         "--model",
         default=MODEL,
         help="the bench surrogate for the surrogate + GA configuration (default %s, else the one the repository "
@@ -127,7 +180,10 @@ def main():
         args.work_dir = os.path.abspath(args.work_dir)
         os.makedirs(args.work_dir, exist_ok=True)
     model_file = args.model if os.path.exists(args.model) or args.model != MODEL else SHIPPED_MODEL
-    print("model: surrogate + GA from %s" % os.path.relpath(model_file, ROOT), flush=True)
+    if args.surrogate == "budget":
+        print("surrogate + GA: a surrogate fitted on a design of as many runs as the race had", flush=True)
+    else:
+        print("surrogate + GA: the surrogate %s" % os.path.relpath(model_file, ROOT), flush=True)
     # Variables of the race (tactician_race*) and of the comparison (tactician_compare*) playbooks.
     playbook_vars = {}
     if args.run_s:
@@ -148,6 +204,27 @@ def main():
     rounds = args.rounds or (3 if args.short else 10)
     started = time.time()
     rows = []
+
+    def dataset_file(name):
+        return os.path.join(args.work_dir or os.path.join(LAB, "datasets"), name)
+
+    def compare(workload, configs, default, rounds, dataset, what):
+        """Runs of configurations side by side (playbooks/compare.yml) into a dataset; exits when they fail."""
+        done = run_playbook(
+            "playbooks/compare.yml",
+            INVENTORY,
+            dict(
+                tactician_compare_workload=workload,
+                tactician_compare_configs=configs,
+                tactician_compare_defaults=default,
+                tactician_compare_rounds=rounds,
+                tactician_compare_dataset=dataset,
+                **{k: v for k, v in playbook_vars.items() if k.startswith("tactician_compare")},
+            ),
+        )
+        if done.returncode != 0:
+            sys.exit("%s of %s failed:\n%s" % (what, workload, done.stderr[-3000:]))
+
     for workload in args.workloads:
         history = os.path.join(
             args.work_dir or os.path.join(LAB, "races"),
@@ -172,29 +249,28 @@ def main():
         assert not pending, "the race of %s did not finish" % workload
         default = finished.default_config()
         configs = {"default": {}, "raced": result["best"]["config"]}
-        ga = surrogate_config(workload, default, model_file, space=sorted(default) if live else None)
-        if ga:
-            configs["surrogate+GA"] = ga
-        dataset = os.path.join(
-            args.work_dir or os.path.join(LAB, "datasets"),
-            "compare-%s%s.jsonl" % (workload, suffix),
-        )
+        times = "race %.0f s (%d runs)" % (race_s, result["evaluations"])
+        if args.surrogate == "budget":
+            # The same budget: as many runs of the same kind as the race had, on a design of the surrogate's own.
+            design = budget_design(finished, result["evaluations"])
+            t = time.time()
+            design_file = dataset_file("design-%s%s.jsonl" % (workload, suffix))
+            compare(workload, design, default, 1, design_file, "design")
+            model, r2 = budget_surrogate(finished, modeling.read_dataset(design_file))
+            times += ", design %.0f s (%d runs, leave-one-out R^2 %s)" % (
+                time.time() - t,
+                len(design),
+                modeling.r2_text(r2),
+            )
+            configs["surrogate+GA"] = ga_config(model, workload, default, feasible=finished.feasible)
+        else:
+            ga = shipped_config(workload, default, model_file, space=sorted(default) if live else None)
+            if ga:
+                configs["surrogate+GA"] = ga
+        dataset = dataset_file("compare-%s%s.jsonl" % (workload, suffix))
         t = time.time()
-        compare = run_playbook(
-            "playbooks/compare.yml",
-            INVENTORY,
-            dict(
-                tactician_compare_workload=workload,
-                tactician_compare_configs=configs,
-                tactician_compare_defaults=default,
-                tactician_compare_rounds=rounds,
-                tactician_compare_dataset=dataset,
-                **{k: v for k, v in playbook_vars.items() if k.startswith("tactician_compare")},
-            ),
-        )
-        if compare.returncode != 0:
-            sys.exit("comparison of %s failed:\n%s" % (workload, compare.stderr[-3000:]))
-        compare_s = time.time() - t
+        compare(workload, configs, default, rounds, dataset, "comparison")
+        times += ", comparison %.0f s" % (time.time() - t)
         measured = {}
         for row in modeling.read_dataset(dataset):
             measured.setdefault(row["name"], {})[int(row["round"])] = float(row["ops_per_s"])
@@ -225,7 +301,7 @@ def main():
                     "%.3g" % p_value if name != "default" else "-",
                     json.dumps(configs[name] if name != "default" else default, sort_keys=True)
                     if name != "default"
-                    else "race %.0f s (%d runs), comparison %.0f s" % (race_s, result["evaluations"], compare_s),
+                    else times,
                 )
             )
         print("\n".join(rows[-len(configs) :]), flush=True)
