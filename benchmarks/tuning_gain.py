@@ -106,12 +106,8 @@ def budget_design(race, runs):
     """The surrogate's own design for the race's budget: as many configurations as the race ran evaluations, a
     Latin hypercube over the raced parameters with the default as its first point, one run each."""
     found = sg.design(race.space, runs, method="lhs", seed=race.seed, feasible=race.feasible)
-    points = []
-    for config in found["points"]:
-        config = dict(config, **race.fixed)
-        if config not in points:
-            points.append(config)
-    return {"d%02d" % index: config for index, config in enumerate(points)}
+    # The design's points are distinct already; the race's fixed parameters (none in the live space) keep their value.
+    return {"d%02d" % index: dict(config, **race.fixed) for index, config in enumerate(found["points"])}
 
 
 def budget_surrogate(race, rows):
@@ -119,11 +115,7 @@ def budget_surrogate(race, rows):
     measured = [r for r in rows if r.get("ops_per_s") is not None]
     if len(measured) < 4:
         raise SystemExit("design: %d measured runs; a surrogate needs at least 4" % len(measured))
-    predicted = []
-    for index in range(len(measured)):
-        rest = measured[:index] + measured[index + 1 :]
-        predicted.append(sg.Surrogate(race.space, seed=0).fit(rest).predict(measured[index]))
-    r2 = sg.metrics([r["ops_per_s"] for r in measured], predicted)["r2"]
+    r2 = sg.cross_validate(measured, k=len(measured), space=race.space)["pooled"]["r2"]
     return sg.Surrogate(race.space, seed=0).fit(measured), r2
 
 
