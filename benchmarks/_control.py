@@ -45,7 +45,7 @@ def forecaster(series, method="markov", step_s=30.0, history=HISTORY_STEPS):
     from _common import use_collection
 
     use_collection()
-    from ansible_collections.tactician.nosql.plugins.module_utils import forecast
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast
 
     def predict(k, steps):
         past = list(series[max(0, k - history) : k])
@@ -72,7 +72,7 @@ def receding(line, rows_for, predict, lookahead, start, make_line, min_gain=0.0,
     from _common import use_collection
 
     use_collection()
-    from ansible_collections.tactician.nosql.plugins.module_utils import planner
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 
     _ops, resume = line.switch_ops()
     executed = []

@@ -51,7 +51,8 @@ from _common import use_collection
 
 use_collection()
 
-from ansible_collections.tactician.nosql.plugins.module_utils import forecast, schedules  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
 STEP_S = 30.0
 HORIZONS_STEPS = (2, 4, 10, 30)

@@ -47,18 +47,16 @@ from _common import ROOT, use_collection
 
 use_collection()
 
-import _analytic  # noqa: E402
-import _control  # noqa: E402
-import numpy as np  # noqa: E402
-import yaml  # noqa: E402
+import _analytic
+import _control
+import numpy as np
+import yaml
 
-from ansible_collections.tactician.nosql.plugins.module_utils import (  # noqa: E402
-    forecast,
-    hetero,
-    planner,
-    rolling,
-    schedules,
-)
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
 STEP_S = 30.0
 LOOKAHEAD_S = 1800.0

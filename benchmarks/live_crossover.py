@@ -35,9 +35,11 @@ from _common import ROOT, use_collection
 
 use_collection()
 
-from ansible_collections.tactician.nosql.plugins.module_utils import catalog as catalog_mod  # noqa: E402
-from ansible_collections.tactician.nosql.plugins.module_utils import loaddriver, loadrun, modeling  # noqa: E402
-from ansible_collections.tactician.nosql.plugins.module_utils.cassandra_server import run_nodetool  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog as catalog_mod
+from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import run_nodetool
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver
 
 LAB = os.path.join(ROOT, ".lab")
 NODES = [("127.0.0.1", 7199), ("127.0.0.2", 7299), ("127.0.0.3", 7399)]
@@ -74,8 +76,8 @@ def parse_args(argv):
 
 def set_caching(params, keyspace, caching):
     """ALTER TABLE <keyspace>.usertable WITH caching = ..., checked by the schema module's rules."""
-    from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
-    from ansible_collections.tactician.nosql.plugins.module_utils import cassandra_schema
+    from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
+    from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import schema as cassandra_schema
 
     wanted = cassandra_schema.normalize_caching(caching)
     cluster, session = cql.connect(dict(cql.params_from_any(params), login_hosts=params["hosts"]))

@@ -23,13 +23,13 @@ from _common import ROOT, use_collection
 
 use_collection()
 
-import yaml  # noqa: E402
+import yaml
 
-from ansible_collections.tactician.nosql.plugins.module_utils import (  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils.stores import probes as observe_stores
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import observer as observe
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import (
     loaddriver,
-    loadrun,
-    observe,
-    observe_stores,
     ycsb,
 )
 

@@ -51,19 +51,17 @@ from _common import ROOT, use_collection
 
 use_collection()
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from ansible_collections.tactician.nosql.plugins.module_utils import (  # noqa: E402
-    forecast,
-    modelstore,
-    planner,
-    planning,
-    rolling,
-    schedules,
-    tuner,
-)
-from ansible_collections.tactician.nosql.plugins.module_utils import surrogate as sg  # noqa: E402
-from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast
+from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
+from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import dynamic as planning
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
 STEP_S = 30.0
 MODEL = os.path.join(ROOT, ".lab", "bench", "models", "cassandra-surrogate.json")

@@ -24,11 +24,9 @@ from _common import ROOT, use_collection
 
 use_collection()
 
-from ansible_collections.tactician.nosql.plugins.module_utils import (  # noqa: E402
-    calibrate,
-    modelstore,
-)
-from ansible_collections.tactician.nosql.plugins.module_utils import resource_model as rm  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
+from ansible_collections.tactician.nosql.plugins.module_utils.models import resource_model as rm
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import calibration as calibrate
 
 LAB = os.path.join(ROOT, ".lab", "bench")
 MIXES = {

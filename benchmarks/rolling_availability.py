@@ -27,12 +27,13 @@ from _common import ROOT, use_collection
 
 use_collection(integration=True)
 
-import yaml  # noqa: E402
-from ansible_run import run_playbook  # noqa: E402
+import yaml
+from ansible_run import run_playbook
 
-from ansible_collections.tactician.nosql.plugins.module_utils import loaddriver, loadrun  # noqa: E402
-from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter  # noqa: E402
-from ansible_collections.tactician.nosql.plugins.module_utils.cassandra import connect  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.client import connect
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver
 
 PLAYBOOK = "playbooks/rolling_reconfigure.yml"
 ROLL_CL = ["ONE"]  # the consistency level the roll protects (--cl)

@@ -42,16 +42,14 @@ from _common import use_collection
 
 use_collection()
 
-import _control  # noqa: E402
-import plan_dynamic  # noqa: E402
+import _control
+import plan_dynamic
 
-from ansible_collections.tactician.nosql.plugins.module_utils import (  # noqa: E402
-    forecast,
-    hetero,
-    planner,
-    rolling,
-    schedules,
-)
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
 STEP_S = plan_dynamic.STEP_S
 RF = 3

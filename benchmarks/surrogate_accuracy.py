@@ -26,12 +26,10 @@ from _common import ROOT, use_collection
 
 use_collection()
 
-from ansible_collections.tactician.nosql.plugins.module_utils import (  # noqa: E402
-    catalog,
-    modeling,
-    modelstore,
-    surrogate,
-)
+from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
+from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate
+from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
 
 
 def workload_name(row):

@@ -43,12 +43,10 @@ from _common import ROOT, use_collection
 
 use_collection()
 
-from ansible_collections.tactician.nosql.plugins.module_utils import (  # noqa: E402
-    advisor,
-    cassandra,
-    cassandra_schema,
-    telemetry,
-)
+from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cassandra
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import schema as cassandra_schema
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import samples as telemetry
 
 KEYSPACE = "tactician"
 ROWS = 20000

@@ -28,7 +28,7 @@ from _common import use_collection
 
 use_collection()
 
-from ansible_collections.tactician.nosql.plugins.module_utils import advisor  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
 
 
 def drifted(examples):

@@ -43,15 +43,15 @@ from _common import ROOT, use_collection
 
 use_collection(integration=True)
 
-from ansible_run import run_playbook  # noqa: E402
+from ansible_run import run_playbook
 
-from ansible_collections.tactician.nosql.plugins.module_utils import (  # noqa: E402
-    modeling,
-    modelstore,
+from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
+from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
+from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import (
     racing,
     tuner,
 )
-from ansible_collections.tactician.nosql.plugins.module_utils import surrogate as sg  # noqa: E402
 
 INVENTORY = os.path.join(ROOT, "inventories", "bench")
 LAB = os.path.join(ROOT, ".lab", "bench")

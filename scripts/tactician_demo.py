@@ -27,8 +27,9 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.tactician.nosql.plugins.module_utils import effects, loadrun  # noqa: E402
-from ansible_collections.tactician.nosql.plugins.module_utils import history as history_store  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 
 LAB = os.path.join(ROOT, ".lab")
 HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3"]

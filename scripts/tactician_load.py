@@ -17,7 +17,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.tactician.nosql.plugins.module_utils import loadrun  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 
 
 def parse_args(argv):

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 
 from ansible_collections.tactician.nosql.plugins.action.reconfigure_node import CatalogAction
-from ansible_collections.tactician.nosql.plugins.module_utils import advisor, hetero
-from ansible_collections.tactician.nosql.plugins.module_utils.catalog import catalog_dir
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import catalog_dir
+from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
 
 DEFAULT_VM_CATALOG = "aws-us-east-1.yml"
 

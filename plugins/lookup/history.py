@@ -96,7 +96,7 @@ import os
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.tactician.nosql.plugins.module_utils.history import (
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import (
     default_history_path,
     open_history,
 )

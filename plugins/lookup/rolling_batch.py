@@ -145,7 +145,7 @@ _raw:
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.tactician.nosql.plugins.module_utils.rolling import RollingError, batch_rule
+from ansible_collections.tactician.nosql.plugins.module_utils.apply.rolling import RollingError, batch_rule
 
 OPTIONS = ("rf", "cl", "nodes", "sets", "nodes_per_set", "aggressive", "aggressive_batch", "local_dc")
 

@@ -179,9 +179,12 @@ cache:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import calibrate
-from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
-from ansible_collections.tactician.nosql.plugins.module_utils.common import any_store_argument_spec, fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import (
+    any_store_argument_spec,
+    fail_imports,
+)
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import calibration as calibrate
 
 
 def main():

@@ -167,9 +167,13 @@ timings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.cassandra_server import CassandraServerError
-from ansible_collections.tactician.nosql.plugins.module_utils.daemons import STATES, DaemonError, cassandra_daemon
-from ansible_collections.tactician.nosql.plugins.module_utils.process import ProcessError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.process import ProcessError
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import CassandraServerError
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import (
+    STATES,
+    DaemonError,
+    cassandra_daemon,
+)
 
 
 def main():

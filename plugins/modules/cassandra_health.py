@@ -122,9 +122,9 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
-from ansible_collections.tactician.nosql.plugins.module_utils import cassandra_cluster
-from ansible_collections.tactician.nosql.plugins.module_utils.common import exit_health, fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import exit_health, fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import health as cassandra_cluster
 
 
 def main():

@@ -76,8 +76,8 @@ queries:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 
 
 def main():

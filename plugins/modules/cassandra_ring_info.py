@@ -93,9 +93,9 @@ complete_sets:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
-from ansible_collections.tactician.nosql.plugins.module_utils import hetero
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 
 
 def main():

@@ -96,9 +96,9 @@ connected_as:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
-from ansible_collections.tactician.nosql.plugins.module_utils.cassandra_auth import ensure_role
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.roles import ensure_role
 
 
 def main():

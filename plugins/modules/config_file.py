@@ -188,8 +188,8 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import configfile
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import configfile
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
 
 
 def _printable(text):

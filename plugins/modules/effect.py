@@ -100,8 +100,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import effects, planfile
-from ansible_collections.tactician.nosql.plugins.module_utils import history as history_store
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
 
 
 def main():

@@ -161,8 +161,8 @@ results:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import loadrun
-from ansible_collections.tactician.nosql.plugins.module_utils.common import any_store_argument_spec
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import any_store_argument_spec
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 
 
 def main():

@@ -187,7 +187,8 @@ try:
 except ImportError:  # PyYAML ships with ansible-core; JSON (which YAML readers accept) is the fallback
     yaml = None
 
-from ansible_collections.tactician.nosql.plugins.module_utils import modeling, modelstore
+from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
+from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
 
 
 def _design(module, p):

@@ -53,8 +53,8 @@ server:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import mongodb
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
 
 
 def main():

@@ -98,8 +98,9 @@ sharding:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import mongodb, mongodb_schema
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import schema as mongodb_schema
 
 
 def main():

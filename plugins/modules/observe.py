@@ -121,9 +121,13 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import history as history_store
-from ansible_collections.tactician.nosql.plugins.module_utils import observe, observe_stores
-from ansible_collections.tactician.nosql.plugins.module_utils.common import any_store_argument_spec, fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import (
+    any_store_argument_spec,
+    fail_imports,
+)
+from ansible_collections.tactician.nosql.plugins.module_utils.stores import probes as observe_stores
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import observer as observe
 
 
 def main():

@@ -290,7 +290,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import modelstore, planfile, planning, predict, schedules
+from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
+from ansible_collections.tactician.nosql.plugins.module_utils.models import predict
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import dynamic as planning
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
 _VOLATILE = ("created", "timing")
 

@@ -196,8 +196,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import history as history_store
-from ansible_collections.tactician.nosql.plugins.module_utils import modelstore, predict, schedules
+from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
+from ansible_collections.tactician.nosql.plugins.module_utils.models import predict
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
 
 def _forecast(module, p):

@@ -175,7 +175,7 @@ result:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import irace, racing
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import irace, racing
 
 
 def main():

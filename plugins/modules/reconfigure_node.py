@@ -235,9 +235,10 @@ config_backup:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import reconfigure, reconfigure_stores
-from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog, CatalogError
-from ansible_collections.tactician.nosql.plugins.module_utils.common import (
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import node_step as reconfigure
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import nodes as reconfigure_stores
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import (
     any_store_argument_spec,
     fail_imports,
     with_diff,

@@ -192,9 +192,9 @@ predicted:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter
-from ansible_collections.tactician.nosql.plugins.module_utils import redis_slots
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import slots as redis_slots
 
 
 def main():

@@ -92,10 +92,10 @@ timings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
-from ansible_collections.tactician.nosql.plugins.module_utils.daemons import STATES, redis_daemon
-from ansible_collections.tactician.nosql.plugins.module_utils.process import ProcessError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core.process import ProcessError
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import STATES, redis_daemon
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
 
 
 def main():

@@ -78,8 +78,8 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter
-from ansible_collections.tactician.nosql.plugins.module_utils.common import exit_health, fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import exit_health, fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
 
 
 def main():

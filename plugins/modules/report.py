@@ -99,9 +99,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils import effects, planfile, racing, report
-from ansible_collections.tactician.nosql.plugins.module_utils import history as history_store
-from ansible_collections.tactician.nosql.plugins.module_utils.common import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects, racing, report
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
 
 
 def build(p, write):

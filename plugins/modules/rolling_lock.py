@@ -124,7 +124,7 @@ path:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.rolling import (
+from ansible_collections.tactician.nosql.plugins.module_utils.apply.rolling import (
     DEFAULT_TTL,
     RollingError,
     RollingLock,

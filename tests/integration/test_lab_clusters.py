@@ -9,8 +9,8 @@ import os
 import pytest
 from ansible_run import ROOT, run_playbook
 
-from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
-from ansible_collections.tactician.nosql.plugins.module_utils import process
+from ansible_collections.tactician.nosql.plugins.module_utils.core import process
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 
 pytestmark = pytest.mark.integration
 
@@ -246,7 +246,7 @@ def _observe_while_loading(store, hosts, user, password, workload, rate, nodes, 
     import threading
     import time
 
-    from ansible_collections.tactician.nosql.plugins.module_utils import loadrun
+    from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 
     params = dict(
         store=store,
@@ -286,7 +286,7 @@ def _observe_while_loading(store, hosts, user, password, workload, rate, nodes, 
 def _driver_rate_in_window(driven, sample):
     """The driver's own ops/s over the observe window of sample (its end time and window_s), from its status lines:
     on a busy machine the driver falls short of its target rate, and observe must see what it did, not the target."""
-    from ansible_collections.tactician.nosql.plugins.module_utils import loaddriver
+    from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver
 
     status = (driven.get("status_by_process") or [[]])[0]
     end = float(sample["time"])
@@ -326,7 +326,7 @@ def test_observe_sees_the_drivers_rate_and_mix_on_cassandra(clusters, tmp_path):
     _assert_observed_rate(observed, driven)
     node = observed.task("Observe")["samples"][0]
     assert node["extra"]["process_cpu_pct"] > 0 and node["resources"]["cpu_pct"] > 0
-    from ansible_collections.tactician.nosql.plugins.module_utils import history
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history
 
     with history.open_history(history_path) as store:
         assert len(store.samples(cluster="it")) == 2
@@ -372,14 +372,14 @@ def test_observe_names_an_unreachable_node_and_writes_nothing(clusters, tmp_path
     )
     task = result.task("Observe")
     assert task["failed"] and task["msg"].startswith("127.0.0.1:6999:")
-    from ansible_collections.tactician.nosql.plugins.module_utils import history
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history
 
     with history.open_history(history_path) as store:
         assert store.samples() == []
 
 
 def test_load_driver_replays_a_schedule_of_phases(clusters, tmp_path):
-    from ansible_collections.tactician.nosql.plugins.module_utils import schedules
+    from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
     path = str(tmp_path / "two-phases.yml")
     schedules.save_schedule(
@@ -411,7 +411,7 @@ AUTOTUNE = "playbooks/autotune.yml"
 
 
 def _redis_config(name):
-    from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter
+    from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
 
     values = {}
     for address in REDIS_NODES:
@@ -592,8 +592,8 @@ def _history_with_a_daily_cycle(path, steps=240):
     """A history of aggregate samples, 30 s apart, whose read ratio and throughput follow a slow cycle."""
     import math
 
-    from ansible_collections.tactician.nosql.plugins.module_utils.history import SQLiteHistory
-    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import new_sample
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import SQLiteHistory
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import new_sample
 
     with SQLiteHistory(path) as store:
         samples = []
@@ -768,8 +768,9 @@ def _autotune_under_load(tmp_path, default_config, claimed):
 
     import yaml
 
-    from ansible_collections.tactician.nosql.plugins.module_utils import effects, loadrun
-    from ansible_collections.tactician.nosql.plugins.module_utils import history as history_store
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
+    from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 
     params = dict(
         store="cassandra",

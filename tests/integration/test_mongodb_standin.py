@@ -17,7 +17,7 @@ from ansible_run import ROOT, run_playbook
 from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import OperationFailure
 
-from ansible_collections.tactician.nosql.plugins.module_utils import mongodb
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
 
 pytestmark = pytest.mark.integration
 
@@ -208,7 +208,7 @@ def test_load_driver_runs_workload_a_against_the_standin(mongodb_standin):
         {"lab_dir": lab_dir},
     )
     assert install.returncode == 0, install.stderr
-    from ansible_collections.tactician.nosql.plugins.module_utils import loadrun
+    from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 
     params = dict(
         store="mongodb",
@@ -232,7 +232,8 @@ def test_load_driver_runs_workload_a_against_the_standin(mongodb_standin):
 def test_observe_runs_on_the_standin_and_lists_collections_and_indexes(mongodb_standin, client):
     """observe end to end on the stand-in: it has no opcounters (rates are 0) but dbStats, listIndexes and
     $indexStats answer, so the collection and index facts are real."""
-    from ansible_collections.tactician.nosql.plugins.module_utils import observe, observe_stores
+    from ansible_collections.tactician.nosql.plugins.module_utils.stores import probes as observe_stores
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import observer as observe
 
     client.obs_it.orders.insert_many([{"i": i} for i in range(50)])
     client.obs_it.orders.create_index("i")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import advisor
+from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
 
 
 @pytest.fixture(scope="module")

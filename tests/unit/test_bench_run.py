@@ -15,8 +15,8 @@ BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.pat
 if BENCHMARKS not in sys.path:
     sys.path.insert(0, BENCHMARKS)
 
-import _report  # noqa: E402
-import run  # noqa: E402
+import _report
+import run
 
 SERVER = {
     "tuning_gain",

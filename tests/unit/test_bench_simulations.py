@@ -16,14 +16,14 @@ BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.pat
 if BENCHMARKS not in sys.path:
     sys.path.insert(0, BENCHMARKS)
 
-import _analytic  # noqa: E402
-import _control  # noqa: E402
-import hetero_perf  # noqa: E402
-import noise_sensitivity  # noqa: E402
-import plan_dynamic  # noqa: E402
-import scale_out  # noqa: E402
+import _analytic
+import _control
+import hetero_perf
+import noise_sensitivity
+import plan_dynamic
+import scale_out
 
-from ansible_collections.tactician.nosql.plugins.module_utils import planner  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 
 VM = {"name": "m5.2xlarge", "family": "general", "vcpu": 8, "ram_gb": 32, "price_per_h": 0.384}
 SMALL = {"name": "c5.large", "family": "compute", "vcpu": 2, "ram_gb": 4, "price_per_h": 0.085}

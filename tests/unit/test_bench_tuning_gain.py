@@ -16,9 +16,10 @@ BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.pat
 if BENCHMARKS not in sys.path:
     sys.path.insert(0, BENCHMARKS)
 
-import tuning_gain  # noqa: E402
+import tuning_gain
 
-from ansible_collections.tactician.nosql.plugins.module_utils import modeling, racing  # noqa: E402
+from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import racing
 
 LIVE = {
     "concurrent_reads": [8, 64],

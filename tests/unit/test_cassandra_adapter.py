@@ -4,7 +4,7 @@ import ssl
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import cassandra as cql
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 
 
 class Row:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import cassandra_schema as schema
-from ansible_collections.tactician.nosql.plugins.module_utils.cassandra import CassandraError
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import schema
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.client import CassandraError
 
 STCS = "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy"
 LCS = "org.apache.cassandra.db.compaction.LeveledCompactionStrategy"

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import cassandra_server as cs
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import server as cs
 
 STATUS = """Datacenter: datacenter1
 =======================

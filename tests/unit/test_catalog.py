@@ -14,8 +14,8 @@ from ansible.errors import AnsibleLookupError
 
 from ansible_collections.tactician.nosql.plugins.lookup import catalog as catalog_lookup_plugin
 from ansible_collections.tactician.nosql.plugins.lookup.catalog import catalog_lookup
-from ansible_collections.tactician.nosql.plugins.module_utils import catalog as cat
-from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog, CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog as cat
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "catalog")
@@ -157,7 +157,7 @@ def test_structure_check_names_every_problem():
 def test_the_engine_imports_neither_jsonschema_nor_yaml():
     code = (
         "import sys; sys.path.insert(0, %r); "
-        "import ansible_collections.tactician.nosql.plugins.module_utils.catalog; "
+        "import ansible_collections.tactician.nosql.plugins.module_utils.core.catalog; "
         "print('jsonschema' in sys.modules, 'yaml' in sys.modules)" % os.path.join(ROOT, ".collections")
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
@@ -490,7 +490,7 @@ def test_row_cache_from_zero_needs_a_restart(cassandra):
 def test_restart_from_must_be_a_list(tmp_path):
     import yaml
 
-    from ansible_collections.tactician.nosql.plugins.module_utils import catalog as catalog_mod
+    from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog as catalog_mod
 
     data = catalog_mod.Catalog.for_store("cassandra", "5.0").to_dict()
     for entry in data["parameters"]:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import configfile as cf
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import configfile as cf
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "configfile")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 import time
 
-from ansible_collections.tactician.nosql.plugins.module_utils import daemons
+from ansible_collections.tactician.nosql.plugins.module_utils.stores import daemons
 
 
 def _params(tmp_path, **extra):

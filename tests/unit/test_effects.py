@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import effects, history
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history
 
 PLAN = {
     "schema": "tactician.plan/v1",

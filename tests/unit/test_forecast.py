@@ -10,8 +10,10 @@ import warnings
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import forecast, schedules, telemetry
-from ansible_collections.tactician.nosql.plugins.module_utils.forecast import ForecastError
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast
+from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast import ForecastError
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import samples as telemetry
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
 # ---------------------------------------------------------------------------------------------------------------
 # Synthetic series

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from ansible_collections.tactician.nosql.plugins.module_utils import cassandra_cluster
-from ansible_collections.tactician.nosql.plugins.module_utils.common import poll_health
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import poll_health
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import health as cassandra_cluster
 
 
 def test_poll_health_stops_at_the_first_clean_check():

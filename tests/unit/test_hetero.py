@@ -10,7 +10,8 @@ import random
 import numpy as np
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import hetero, planner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

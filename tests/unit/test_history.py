@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils.history import (
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import (
     HISTORY_ENV,
     SCHEMA_VERSION,
     HistoryError,
@@ -19,7 +19,11 @@ from ansible_collections.tactician.nosql.plugins.module_utils.history import (
     open_history,
     parse_time,
 )
-from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import RateTracker, SampleError, new_sample
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import (
+    RateTracker,
+    SampleError,
+    new_sample,
+)
 
 A = {"concurrent_reads": 32, "key_cache_size": "100MiB", "compaction": {"class": "LeveledCompactionStrategy"}}
 B = {"concurrent_reads": 64, "key_cache_size": "100MiB", "compaction": {"class": "LeveledCompactionStrategy"}}

@@ -5,7 +5,8 @@ import stat
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import loaddriver, loadrun
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver
 
 OUTPUT = """[OVERALL], RunTime(ms), 10000
 [OVERALL], Throughput(ops/sec), 5123.4
@@ -161,7 +162,7 @@ def test_plan_errors_name_the_field(change, field):
 
 
 def test_redis_scan_index_only_for_workloads_with_scans():
-    from ansible_collections.tactician.nosql.plugins.module_utils import ycsb
+    from ansible_collections.tactician.nosql.plugins.module_utils.workload import ycsb
 
     params = dict(BASE, store="redis", hosts=["127.0.0.1:6381"], login_user="u", login_password="p")
     assert loadrun._store_properties(params, ycsb.workload("c"))["redis.scanindex"] is False
@@ -169,7 +170,7 @@ def test_redis_scan_index_only_for_workloads_with_scans():
 
 
 def test_schedule_replay_runs_each_phase_with_its_mix_rate_and_duration(monkeypatch, tmp_path):
-    from ansible_collections.tactician.nosql.plugins.module_utils import schedules
+    from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
     path = str(tmp_path / "switch.yml")
     schedules.save_schedule(
@@ -214,7 +215,7 @@ def test_bad_schedule_file_names_the_field(tmp_path):
 
 
 def test_loadrun_defaults_are_completed_by_what_is_given():
-    from ansible_collections.tactician.nosql.plugins.module_utils import loadrun
+    from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 
     params = loadrun.with_defaults(store="cassandra", hosts=["127.0.0.1"], threads=8)
     assert params["threads"] == 8 and params["keyspace"] == "ycsb" and params["target"] == 0

@@ -6,8 +6,12 @@ import pytest
 from ansible.errors import AnsibleLookupError
 
 from ansible_collections.tactician.nosql.plugins.lookup.history import history_lookup
-from ansible_collections.tactician.nosql.plugins.module_utils.history import HISTORY_ENV, SQLiteHistory, config_id
-from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import new_sample
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import (
+    HISTORY_ENV,
+    SQLiteHistory,
+    config_id,
+)
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import new_sample
 
 NODE = "127.0.0.1:9042"
 A = {"concurrent_reads": 32}

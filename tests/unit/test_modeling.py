@@ -8,7 +8,10 @@ import random
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import calibrate, modeling, modelstore, predict
+from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
+from ansible_collections.tactician.nosql.plugins.module_utils.models import predict
+from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import calibration as calibrate
 
 PARAMETERS = ["concurrent_reads", "concurrent_writes", "memtable_heap_space", "compaction"]
 RANGES = {"memtable_heap_space": [32, 384], "compaction": ["SizeTieredCompactionStrategy", "LeveledCompactionStrategy"]}
@@ -312,7 +315,7 @@ def test_fit_cluster_beats_the_naive_sum_on_replicated_clusters(tmp_path):
 def _samples(steps=120):
     import math
 
-    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import new_sample
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import new_sample
 
     out = []
     for k in range(steps):
@@ -341,7 +344,7 @@ def test_forecast_workload_backtests_and_picks_the_lookahead():
 
 
 def test_forecast_from_a_schedule_is_the_schedule():
-    from ansible_collections.tactician.nosql.plugins.module_utils import schedules
+    from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
     schedule = schedules.abrupt_switching(1, duration_s=1800, min_interval_s=60, max_interval_s=120, rate=500)
     truth = schedules.expand(schedule)
@@ -381,7 +384,7 @@ def test_contended_runs_are_left_out_of_training():
 
 
 def test_machine_busy_seconds_reads_proc_stat(tmp_path):
-    from ansible_collections.tactician.nosql.plugins.module_utils import loaddriver
+    from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver
 
     stat = tmp_path / "stat"
     stat.write_text("cpu  100 5 50 1000 20 3 2 0 0 0\ncpu0 50 2 25 500 10 1 1 0 0 0\n")

@@ -16,7 +16,7 @@ from pymongo import MongoClient
 from pymongo.errors import OperationFailure, ServerSelectionTimeoutError
 
 from ansible_collections.tactician.nosql.plugins.doc_fragments.mongodb import ModuleDocFragment
-from ansible_collections.tactician.nosql.plugins.module_utils import mongodb
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "mongodb")
 

@@ -5,8 +5,10 @@ import os
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import history, mongodb, observe
-from ansible_collections.tactician.nosql.plugins.module_utils import redis as redis_adapter
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import observer as observe
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "mongodb")
 

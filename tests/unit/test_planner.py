@@ -12,21 +12,19 @@ import os
 import numpy as np
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import (
-    advisor,
-    planfile,
-    planmodes,
-    planner,
-    planning,
-    tuner,
-)
-from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog
-from ansible_collections.tactician.nosql.plugins.module_utils.planner import PlanError, Roll, Timeline
-from ansible_collections.tactician.nosql.plugins.module_utils.surrogate import (
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
+from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate import (
     FeatureSpace,
     Surrogate,
     feasible_by_catalog,
 )
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import dynamic as planning
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning.cost_benefit import PlanError, Roll, Timeline
 
 HW = {"vcpu": 2, "ram_gb": 8, "heap_mb": 1024}
 

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import process
+from ansible_collections.tactician.nosql.plugins.module_utils.core import process
 
 
 def test_spawn_records_the_real_pid_and_terminate_stops_it(tmp_path):

@@ -12,9 +12,9 @@ import zlib
 import pytest
 from scipy import stats
 
-from ansible_collections.tactician.nosql.plugins.module_utils import racing
-from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog
-from ansible_collections.tactician.nosql.plugins.module_utils.surrogate import FeatureSpace
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate import FeatureSpace
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import racing
 
 PARAMETERS = ["concurrent_writes", "concurrent_reads", "memtable_heap_space", "trickle_fsync"]
 RANGES = {"concurrent_writes": [8, 64], "concurrent_reads": [8, 64], "memtable_heap_space": [32, 384]}
@@ -155,7 +155,7 @@ with open(sys.argv[1], "a") as out:
 
 
 def test_irace_scenario_files_say_the_race(space, tmp_path):
-    from ansible_collections.tactician.nosql.plugins.module_utils import irace
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import irace
 
     race = racing.Race(space, instances(6), budget_evaluations=60, seed=2, initial=[{}], heap_mb=1024, first_test=4)
     paths = irace.write_scenario(race, str(tmp_path / "irace"), ["true"], str(tmp_path / "h.jsonl"), 60)
@@ -172,7 +172,7 @@ def test_irace_scenario_files_say_the_race(space, tmp_path):
 
 
 def test_irace_backend_refuses_clearly_without_r(space, tmp_path, monkeypatch):
-    from ansible_collections.tactician.nosql.plugins.module_utils import irace
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import irace
 
     monkeypatch.setattr(irace.shutil, "which", lambda name: None)
     race = racing.Race(space, instances(), budget_evaluations=60, initial=[{}], heap_mb=1024)
@@ -184,7 +184,7 @@ def test_the_original_irace_races_the_same_scenario(space, tmp_path):
     """Real irace (R) over the noisy store, each evaluation through the target runner and the history file."""
     import sys
 
-    from ansible_collections.tactician.nosql.plugins.module_utils import irace
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import irace
 
     if not irace.version():
         pytest.skip("Rscript with the irace package is not installed (Debian r-cran-irace)")
@@ -206,7 +206,7 @@ def test_the_original_irace_races_the_same_scenario(space, tmp_path):
 def test_irace_runner_answers_a_repeated_run_from_the_history(space, tmp_path):
     import subprocess
 
-    from ansible_collections.tactician.nosql.plugins.module_utils import irace
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import irace
 
     race = racing.Race(space, instances(4), budget_evaluations=60, initial=[{}], heap_mb=1024)
     history = tmp_path / "race.jsonl"

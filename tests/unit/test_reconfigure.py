@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import reconfigure as rc
-from ansible_collections.tactician.nosql.plugins.module_utils.catalog import CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import node_step as rc
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import CatalogError
 
 
 class FakeCatalog:

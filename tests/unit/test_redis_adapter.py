@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import redis as r
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as r
 
 NODES = """07c37dfeb235213a872192d90877d0cd55635b91 127.0.0.1:6384@16384 slave e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 0 1426238317239 4 connected
 67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1 127.0.0.1:6382@16382 master - 0 1426238316232 2 connected 5461-10922

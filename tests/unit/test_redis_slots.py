@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import redis as adapter
-from ansible_collections.tactician.nosql.plugins.module_utils import redis_slots as rs
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as adapter
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import slots as rs
 
 THREE = {"a": list(range(5461)), "b": list(range(5461, 10923)), "c": list(range(10923, 16384))}
 

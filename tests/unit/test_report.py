@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import report
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import report
 
 STEP = {"roll_s": 100.0, "predicted": {"ops_per_s_before": 1000.0, "ops_per_s_after": 1200.0, "cost_ops": 30000.0}}
 

@@ -11,8 +11,8 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import resource_model as rm
-from ansible_collections.tactician.nosql.plugins.module_utils.resource_model import (
+from ansible_collections.tactician.nosql.plugins.module_utils.models import resource_model as rm
+from ansible_collections.tactician.nosql.plugins.module_utils.models.resource_model import (
     ReadModel,
     ResourceModel,
     ResourceModelError,

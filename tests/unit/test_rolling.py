@@ -14,8 +14,8 @@ import pytest
 from ansible.errors import AnsibleLookupError
 
 from ansible_collections.tactician.nosql.plugins.lookup.rolling_batch import rolling_batch
-from ansible_collections.tactician.nosql.plugins.module_utils import rolling
-from ansible_collections.tactician.nosql.plugins.module_utils.rolling import (
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
+from ansible_collections.tactician.nosql.plugins.module_utils.apply.rolling import (
     CONSISTENCY_LEVELS,
     RollingError,
     RollingLock,

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import schedules, ycsb
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules, ycsb
 
 # ------------------------------------------------------------------------------------------------ HPC job queue
 

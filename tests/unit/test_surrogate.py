@@ -13,9 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import surrogate as sur
-from ansible_collections.tactician.nosql.plugins.module_utils.catalog import Catalog
-from ansible_collections.tactician.nosql.plugins.module_utils.surrogate import (
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sur
+from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate import (
     ClusterModel,
     FeatureSpace,
     Surrogate,
@@ -374,7 +374,7 @@ def test_loaded_model_predicts_without_sklearn(fitted, tmp_path):
         "sys.modules['sklearn'] = None\n"
         "sys.modules['scipy'] = None\n"
         "sys.path.insert(0, %r)\n"
-        "from ansible_collections.tactician.nosql.plugins.module_utils import surrogate\n"
+        "from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate\n"
         "data = json.load(open(%r))\n"
         "print(json.dumps(surrogate.Surrogate.from_dict(data['model']).predict(data['rows'])))\n"
     ) % (os.path.join(ROOT, ".collections"), str(path))

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import (
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import (
     OPS,
     RESOURCES,
     SAMPLE_SCHEMA,

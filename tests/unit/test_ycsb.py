@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils import ycsb
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import ycsb
 
 N_OPS = 20_000
 

@@ -34,7 +34,7 @@ def _load(name, path):
 
 # The integration tests' launcher (jars, Java, the source file) and the collection's process helpers.
 standin = _load("tactician_mongodb_standin", os.path.join(ROOT, "tests", "mongodb_standin", "standin.py"))
-process = _load("tactician_process", os.path.join(ROOT, "plugins", "module_utils", "process.py"))
+process = _load("tactician_process", os.path.join(ROOT, "plugins", "module_utils", "core", "process.py"))
 
 
 def _paths(directory):

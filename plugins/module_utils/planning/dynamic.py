@@ -1,0 +1,704 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""A dynamic reconfiguration plan from a forecast: candidates, the cost-benefit search, baselines, reasons.
+
+make_plan() is what the plan module runs (seed 001 sections 4.2-4.4):
+
+1. the forecast becomes one workload per step (shares of each operation, else the read ratio as reads and
+   updates, on a grid of ``quantum`` so that near-equal steps share one static optimum) and, when the forecast
+   has it, the offered load per step;
+2. the candidate configurations: the one in place, the default, the static tuner's optimum of every distinct
+   workload, the optimum of each pair of consecutive phases (a configuration good for both can beat switching
+   twice), and the static-optimized one of the whole lookahead. Parameters whose change rewrites the data (the
+   catalog's apply kind "table", e.g. the compaction strategy) stay as they are, as IRIS keeps the compaction
+   method fixed;
+3. f_ops of every (step, candidate), the roll (N, R = RF - CL, T_r), and the plan with the most predicted ops
+   (planner.best_plan, or the paper's genetic search);
+4. for each switch: predicted ops/s before and after, cost of the roll, break-even time and the reason; for each
+   change of the optimum the plan does not follow, why; the baselines on the same forecast.
+
+The result is the body of a plan file (planfile.py).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import time
+
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
+
+DEFAULT_QUANTUM = 0.05
+MAX_PAIR_PHASES = 16
+"""Phase pairs are tried as compromise candidates only when the forecast has at most this many phases."""
+SHARES = ("read", "update", "insert", "scan", "rmw")
+MODES = ("dynamic", "static", "heterogeneous", "tactic")
+
+
+class PlanningError(ValueError):
+    """Bad input to make_plan; the message names the field and what is allowed."""
+
+
+def _round(value, quantum):
+    return round(round(float(value) / quantum) * quantum, 6)
+
+
+def workloads_from_forecast(forecast, base=None, quantum=DEFAULT_QUANTUM):
+    """(workloads, demand): one workload mapping per forecast step, and the offered load per step (None when the
+    forecast has no throughput or it is all zero, i.e. unknown: the cluster is taken as saturated).
+
+    forecast: {"fields": {field: [values]}} (predict mode forecast) or {field: [values]}. base: the workload
+    keys that are not forecast (requestdistribution, records, record_bytes, threads)."""
+    if not isinstance(forecast, dict):
+        raise PlanningError("forecast: expected the forecast of predict (a mapping with fields)")
+    fields = forecast.get("fields", forecast)
+    if not isinstance(fields, dict):
+        raise PlanningError("forecast.fields: expected a mapping of field to values")
+    quantum = float(quantum)
+    if not 0 < quantum <= 0.5:
+        raise PlanningError("quantum: %r is not in (0, 0.5]" % quantum)
+    has_shares = all(op in fields for op in SHARES)
+    if not has_shares and "read_ratio" not in fields:
+        raise PlanningError(
+            "forecast.fields: needs read_ratio or the shares %s; has %s" % (", ".join(SHARES), ", ".join(fields))
+        )
+    lengths = {len(values) for name, values in fields.items() if name in SHARES + ("read_ratio", "throughput")}
+    if len(lengths) != 1 or 0 in lengths:
+        raise PlanningError("forecast.fields: every field needs the same, non-zero number of steps")
+    steps = lengths.pop()
+    base = dict(base or {})
+    base.pop("mix", None)
+    workloads = []
+    for k in range(steps):
+        if has_shares:
+            mix = {op: _round(fields[op][k], quantum) for op in SHARES}
+            mix = {op: share for op, share in mix.items() if share > 0}
+            if not mix:
+                mix = {"read": 1.0}
+        else:
+            ratio = min(1.0, max(0.0, _round(fields["read_ratio"][k], quantum)))
+            mix = {op: share for op, share in (("read", ratio), ("update", round(1.0 - ratio, 6))) if share > 0}
+        workloads.append(dict(base, mix=mix))
+    demand = None
+    if "throughput" in fields:
+        values = [max(0.0, float(v)) for v in fields["throughput"]]
+        if any(v > 0 for v in values):
+            demand = values
+    return workloads, demand
+
+
+def phases(workloads):
+    """[(first step, last step + 1, workload)] of the runs of equal consecutive workloads."""
+    out = []
+    for k, workload in enumerate(workloads):
+        key = tuner.config_key(workload)
+        if out and out[-1][3] == key:
+            out[-1][1] = k + 1
+        else:
+            out.append([k, k + 1, workload, key])
+    return [(a, b, w) for a, b, w, _key in out]
+
+
+def _restart_matrix(catalog, configs):
+    np = planner._np()
+    C = len(configs)
+    restart = np.zeros((C, C), dtype=bool)
+    for a in range(C):
+        for b in range(C):
+            if a == b:
+                continue
+            changed = [n for n in configs[a] if not catalog.equal(n, configs[a][n], configs[b].get(n))]
+            restart[a, b] = any(catalog.apply_kind(n, configs[a][n]) != "live" for n in changed)
+    return restart
+
+
+def _describe_workload(workload):
+    mix = workload.get("mix", {})
+    reads = mix.get("read", 0.0) + mix.get("scan", 0.0) + mix.get("rmw", 0.0)
+    total = sum(mix.values()) or 1.0
+    ratio = reads / total
+    kind = "read-heavy" if ratio >= 0.7 else "write-heavy" if ratio <= 0.3 else "mixed"
+    return "read ratio %.2f (%s)" % (ratio, kind)
+
+
+def _duration(seconds):
+    seconds = int(round(seconds))
+    if seconds < 120:
+        return "%d s" % seconds
+    minutes, rest = divmod(seconds, 60)
+    return "%d min %02d s" % (minutes, rest) if rest else "%d min" % minutes
+
+
+def changes(catalog, old, new):
+    """{parameter: new value} of the parameters new sets differently from old."""
+    return {n: v for n, v in new.items() if not catalog.equal(n, old.get(n), v)}
+
+
+def make_plan(
+    throughput,
+    forecast,
+    current,
+    roll,
+    catalog,
+    step_s=30.0,
+    workload_base=None,
+    feasible=None,
+    quantum=DEFAULT_QUANTUM,
+    solver="exact",
+    min_gain=0.0,
+    seed=0,
+    tune_generations=8,
+    default=None,
+    tail_s=0.0,
+):
+    """The plan body: {"steps", "predicted", "baselines", "candidates", "skipped", "reasons", "timing", ...}.
+
+    throughput: tuner.Throughput (its feature space's tuned parameters are planned). forecast: predict's forecast
+    (or {field: values}). current: the configuration in place (missing tuned parameters take their defaults).
+    roll: planner.Roll. catalog: the store's Catalog. solver: exact (dynamic programming over the candidates) or
+    ga (the paper's genetic search over plans, seeded with the exact and the greedy plan)."""
+    started = time.monotonic()
+    if solver not in ("exact", "ga"):
+        raise PlanningError("solver: %r is not allowed; choose exact or ga" % (solver,))
+    space = throughput.space
+    workloads, demand = workloads_from_forecast(forecast, workload_base, quantum)
+    try:
+        current_full = space.complete(current or {}, throughput.hardware)
+        default_full = space.complete(default or {}, throughput.hardware)
+    except Exception as exc:
+        raise PlanningError("current: %s" % exc) from None
+    fixed = {n: current_full[n] for n in space.parameters if catalog.apply_kind(n) == "table"}
+    default_full.update(fixed)
+    timings = {}
+
+    # 2. candidates
+    t = time.monotonic()
+    runs = phases(workloads)
+    distinct = {}
+    for a, b, workload in runs:
+        key = tuner.config_key(workload)
+        entry = distinct.setdefault(key, {"workload": workload, "steps": 0})
+        entry["steps"] += b - a
+    include = [current_full, default_full]
+    candidates = [current_full, default_full]
+    labels = ["in place", "default"]
+
+    def add(config, label):
+        key = tuner.config_key(config)
+        for index, other in enumerate(candidates):
+            if tuner.config_key(other) == key:
+                return index
+        candidates.append(config)
+        labels.append(label)
+        return len(candidates) - 1
+
+    # One shared pool scored for every workload, then a short refinement per objective (tuner.tune_many): the
+    # optimum of each distinct workload, of each pair of consecutive phases, and of the whole lookahead.
+    keys = list(distinct)
+    groups = [([distinct[k]["workload"]], None) for k in keys]
+    labels_of = ["optimum for %s" % _describe_workload(distinct[k]["workload"]) for k in keys]
+    if 2 <= len(runs) <= MAX_PAIR_PHASES:
+        seen = set()
+        for (a1, b1, w1), (a2, b2, w2) in zip(runs, runs[1:], strict=False):
+            pair = (tuner.config_key(w1), tuner.config_key(w2))
+            if pair in seen or pair[0] == pair[1]:
+                continue
+            seen.add(pair)
+            groups.append(([w1, w2], [b1 - a1, b2 - a2]))
+            labels_of.append("compromise for %s then %s" % (_describe_workload(w1), _describe_workload(w2)))
+    groups.append(([distinct[k]["workload"] for k in keys], [distinct[k]["steps"] for k in keys]))
+    labels_of.append("static-optimized for the whole lookahead")
+    found = tuner.tune_many(
+        throughput,
+        groups,
+        feasible=feasible,
+        fixed=fixed,
+        include=include,
+        seed=seed,
+        refine_generations=tune_generations,
+        reference=current_full,
+    )
+    searches = len(groups)
+    indexes = [add(item["config"], label) for item, label in zip(found, labels_of, strict=True)]
+    optimum_of = {k: indexes[i] for i, k in enumerate(keys)}
+    static_index = indexes[-1]
+    timings["candidates_s"] = round(time.monotonic() - t, 4)
+
+    # 3. f_ops and the search
+    t = time.monotonic()
+    F = throughput.matrix(workloads, candidates)
+    restart = _restart_matrix(catalog, candidates)
+    line = planner.Timeline(F, roll, step_s=step_s, demand=demand, restart=restart)
+    exact = planner.best_plan(line, 0, min_gain=min_gain, tail_s=tail_s)
+    result = exact
+    optimum_steps = [optimum_of[tuner.config_key(w)] for w in workloads]
+    if solver == "ga":
+        result = planner.ga_plan(
+            line,
+            0,
+            seeds=[[(s, b) for s, _a, b in exact["switches"]], planner.greedy_switches(line, 0, optimum_steps)],
+            seed=seed,
+        )
+    timings["search_s"] = round(time.monotonic() - t, 4)
+    base = planner.baselines(line, 1, static_index, optimum_steps)
+    base["in_place"] = result["stay_ops"]
+    sim = planner.simulate(line, result["switches"], 0)
+
+    # 4. steps, reasons, skipped changes
+    steps = []
+    switch_steps = [s for s, _a, _b in result["switches"]]
+    in_place = [0] * line.steps
+    current_index = 0
+    cursor = 0
+    for s, _a, b in result["switches"]:
+        for k in range(cursor, s):
+            in_place[k] = current_index
+        current_index, cursor = b, s
+    for k in range(cursor, line.steps):
+        in_place[k] = current_index
+    for number, (s, a, b) in enumerate(result["switches"]):
+        until = switch_steps[number + 1] if number + 1 < len(switch_steps) else line.steps
+        even = planner.break_even(line, s, a, b, until=until, resolution_s=max(1.0, step_s / 30.0))
+        before = float(F[s, a])
+        after = float(F[s, b])
+        kept_s = (until - s) * step_s
+        batches = roll.batches if restart[a, b] else 0
+        reason = (
+            "from +%s the workload is %s; %s is predicted at %s ops/s against %s with the configuration in place "
+            "(%+.1f %%); the switch (%s) costs %s ops and pays off after %s; it is kept %s"
+            % (
+                _duration(s * step_s),
+                _describe_workload(workloads[s]),
+                labels[b],
+                f"{after:,.0f}",
+                f"{before:,.0f}",
+                100.0 * (after - before) / before if before > 0 else float("inf"),
+                "%d batch%s of %s" % (batches, "" if batches == 1 else "es", _duration(roll.restart_s))
+                if batches
+                else "live, no restart",
+                "{:,.0f}".format(even["cost_ops"]),
+                _duration(even["break_even_s"]) if even["break_even_s"] is not None else "the window",
+                _duration(kept_s),
+            )
+        )
+        steps.append(
+            {
+                "step": s,
+                "offset_s": s * step_s,
+                "from_candidate": a,
+                "candidate": b,
+                "configuration": changes(catalog, candidates[a], candidates[b]),
+                "full_configuration": candidates[b],
+                "restart": bool(restart[a, b]),
+                "roll_s": line.layout_of(a, b)[1],
+                "workload": workloads[s],
+                "predicted": {
+                    "ops_per_s_before": round(before, 1),
+                    "ops_per_s_after": round(after, 1),
+                    "cost_ops": even["cost_ops"],
+                    "gain_ops": even["gain_ops"],
+                    "break_even_s": even["break_even_s"],
+                    "kept_s": kept_s,
+                },
+                "gain_curve": even["curve"][:: max(1, len(even["curve"]) // 60)],
+                "reason": reason,
+            }
+        )
+    skipped = []
+    for k in range(1, line.steps):
+        if optimum_steps[k] == optimum_steps[k - 1] or k in switch_steps:
+            continue
+        target, held = optimum_steps[k], in_place[k]
+        if target == held:
+            continue
+        end = k + 1
+        while end < line.steps and optimum_steps[end] == target:
+            end += 1
+        busy = any(s < k < s + math.ceil(line.layout_of(a, b)[1] / step_s) for s, a, b in result["switches"])
+        if busy:
+            why = "a roll is still running"
+        else:
+            even = planner.break_even(line, k, held, target, until=end, resolution_s=max(1.0, step_s / 30.0))
+            if even["break_even_s"] is None:
+                why = "the phase lasts %s, shorter than the switch needs to pay off (it would lose %s ops)" % (
+                    _duration((end - k) * step_s),
+                    "{:,.0f}".format(max(0.0, -even["gain_ops"])),
+                )
+            else:
+                why = "the plan does better over the whole lookahead by keeping %s" % labels[held]
+        skipped.append({"step": k, "offset_s": k * step_s, "optimum": target, "reason": why})
+    total = result["ops"]
+    reasons = []
+    if not steps:
+        reasons.append(
+            "no switch pays off over the %s lookahead: keeping the configuration in place is predicted best"
+            % _duration(line.horizon_s)
+            + (
+                " (the best plan gained only %.2f %%, below min_gain)" % (100.0 * exact["rejected_gain"])
+                if "rejected_gain" in exact
+                else ""
+            )
+        )
+    for label, value in (("default", base["default"]), ("static-optimized", base["static_optimized"])):
+        if value > 0:
+            reasons.append("predicted %+.1f %% ops over %s" % (100.0 * (total - value) / value, label))
+    if base["theoretical_best"] > 0:
+        reasons.append(
+            "predicted %.1f %% of the theoretical best (no switch cost)" % (100.0 * total / base["theoretical_best"])
+        )
+    return {
+        "steps": steps,
+        "skipped": skipped,
+        "candidates": [{"index": i, "label": labels[i], "config": c} for i, c in enumerate(candidates)],
+        "predicted": {
+            "ops": round(total, 1),
+            "in_place_ops": round(result["stay_ops"], 1),
+            "gain_ops": round(total - result["stay_ops"], 1),
+            "gain_share": round((total - result["stay_ops"]) / result["stay_ops"], 5) if result["stay_ops"] else None,
+            "ops_per_step": [round(x, 1) for x in sim["ops_per_step"]],
+        },
+        "baselines": {name: round(value, 1) if isinstance(value, float) else value for name, value in base.items()},
+        "static_optimized": candidates[static_index],
+        "fixed": fixed,
+        "lookahead": {"steps": line.steps, "step_s": step_s, "seconds": line.horizon_s},
+        "demand": demand is not None,
+        "solver": result["solver"],
+        "reasons": reasons,
+        "timing": dict(
+            timings,
+            searches=searches,
+            candidates=len(candidates),
+            elapsed_s=round(time.monotonic() - started, 4),
+        ),
+    }
+
+
+# ------------------------------------------------------------------------------------------------ entry point
+def _cluster_roll(cluster, rolling):
+    """(Roll, cluster facts) from the plan module's cluster option."""
+    cluster = dict(cluster or {})
+    nodes = cluster.get("nodes", 1)
+    hosts = list(nodes) if isinstance(nodes, (list, tuple)) else None
+    count = len(hosts) if hosts is not None else nodes
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise PlanningError("cluster.nodes: %r is not a number of nodes >= 1 or a list of hosts" % (nodes,))
+    rf = cluster.get("rf", min(3, count))
+    cl = str(cluster.get("cl", "ONE")).upper()
+    try:
+        rule = rolling.batch_rule(
+            rf,
+            cl,
+            hosts if hosts is not None else count,
+            sets=cluster.get("sets"),
+            aggressive=bool(cluster.get("aggressive", False)),
+            aggressive_batch=cluster.get("aggressive_batch"),
+        )
+    except rolling.RollingError as exc:
+        raise PlanningError("cluster.%s" % exc) from None
+    try:
+        restart_s = float(cluster.get("restart_s", 60.0))
+        live_s = float(cluster.get("live_s", 15.0))
+    except (TypeError, ValueError):
+        raise PlanningError("cluster.restart_s and cluster.live_s: give seconds as numbers") from None
+    try:
+        roll = planner.Roll(nodes=count, batch=rule["batch"], restart_s=restart_s, live_s=live_s)
+    except planner.PlanError as exc:
+        raise PlanningError("cluster.%s" % exc) from None
+    facts = dict(roll.to_dict(), rf=rf, cl=rule["cl"], rule=rule["rule"], available=rule["available"])
+    if hosts is not None:
+        facts["hosts"] = hosts
+        facts["plan"] = rule["plan"]
+    if cluster.get("name"):
+        facts["name"] = cluster["name"]
+    return roll, facts
+
+
+def run_plan(
+    catalog_data,
+    model_file,
+    mode="dynamic",
+    forecast=None,
+    workload=None,
+    current=None,
+    cluster=None,
+    store="cassandra",
+    store_version=None,
+    hardware_profile=None,
+    cluster_model_file=None,
+    step_s=30.0,
+    workload_base=None,
+    quantum=DEFAULT_QUANTUM,
+    solver="exact",
+    min_gain=0.0,
+    seed=0,
+    start=None,
+    fixed=None,
+    tune_generations=8,
+    tail_s=0.0,
+    hetero=None,
+    tactic=None,
+    check_mode=False,
+):
+    """Everything the plan module does but writing: the plan document (planfile.build) of mode dynamic (a
+    forecast), static (the best configuration for one workload, one step now), heterogeneous (VM type and
+    configuration per complete-set; hetero = {vms, budget_per_h, min_ops, horizon_s, vm_scaling, min_gain}) or
+    tactic (the tactic advisor on one sample; tactic = {sample, state_file, outcome, saturation,
+    oscillation_window_s, oscillation_penalty, bootstrap (labelled runs, or the path of their file),
+    knowledge_base})."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
+    from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
+
+    if mode not in MODES:
+        raise PlanningError("mode: %r is not allowed; choose one of %s" % (mode, ", ".join(MODES)))
+    start = time.time() if start is None else float(start)
+    if mode == "tactic":
+        options = dict(tactic or {})
+        if not isinstance(options.get("sample"), dict):
+            raise PlanningError("sample: mode tactic needs the monitoring sample (features of the advisor)")
+        try:
+            runs = options.get("bootstrap")
+            if isinstance(runs, str):
+                runs = advisor.check_runs(advisor.read_runs(runs), "advisor_bootstrap: %s" % runs)
+            elif runs is not None:
+                runs = advisor.check_runs(runs)
+            body, _learned = planmodes.tactic_plan(
+                options["sample"],
+                state_file=options.get("state_file"),
+                outcome=options.get("outcome"),
+                check_mode=check_mode,
+                now=start,
+                saturation=options.get("saturation", 90.0),
+                oscillation_window_s=options.get("oscillation_window_s", 3600.0),
+                oscillation_penalty=options.get("oscillation_penalty", 0.5),
+                bootstrap=runs,
+                knowledge_base=options.get("knowledge_base", True),
+                seed=seed,
+            )
+        except advisor.AdvisorError as exc:
+            raise PlanningError(str(exc)) from None
+        except planmodes.ModeError as exc:
+            raise PlanningError(str(exc)) from None
+        facts = {k: v for k, v in dict(cluster or {}).items() if k in ("name", "nodes", "rf", "cl")}
+        facts["cl"] = str(facts.get("cl", "ONE")).upper()
+        return planfile.build(body, store, start, store_version, facts, {}, current or {}, kind="tactic")
+    try:
+        catalog = Catalog(catalog_data) if isinstance(catalog_data, dict) else catalog_data
+    except CatalogError as exc:
+        raise PlanningError("catalog: %s" % exc) from None
+    data, metadata = modelstore.load_model(
+        model_file, kind="surrogate", store=store, store_version=store_version, hardware_profile=hardware_profile
+    )
+    model = sg.Surrogate.from_dict(data, catalog=catalog)
+    # The profile's unknown numbers (None) take the model's defaults, as when it was fitted.
+    hardware = {k: v for k, v in (metadata.get("hardware_profile") or {}).items() if v is not None}
+    loaded = Loaded(catalog, model, hardware, _model_facts(model_file, metadata))
+    if mode == "heterogeneous":
+        return _hetero(
+            loaded,
+            workload,
+            current,
+            cluster,
+            hetero or {},
+            store=store,
+            store_version=store_version,
+            start=start,
+            fixed=fixed,
+            seed=seed,
+        )
+    roll, facts = _cluster_roll(cluster, rolling)
+    cluster_model = None
+    if cluster_model_file:
+        cdata, _meta = modelstore.load_model(cluster_model_file, kind="cluster_surrogate", store=store)
+        cluster_model = sg.ClusterModel.from_dict(cdata)
+    throughput = tuner.Throughput(
+        model,
+        hardware=hardware or None,
+        nodes=roll.nodes,
+        cluster_model=cluster_model,
+        cluster={"rf": facts["rf"], "cl": facts["cl"], "complete_sets": (cluster or {}).get("sets")},
+    )
+    try:
+        heap_mb = sg.hardware_values(hardware, store).get("heap_mb") if hardware.get("vcpu") else None
+        memory_mb = float(hardware["ram_gb"]) * 1024.0 if hardware.get("ram_gb") else None
+    except sg.SurrogateError:
+        heap_mb = memory_mb = None
+    feasible = sg.feasible_by_catalog(catalog, memory_mb=memory_mb, heap_mb=heap_mb or None)
+    model_facts = loaded.facts
+    try:
+        current_full = model.space.complete(current or {}, hardware or None)
+    except sg.SurrogateError as exc:
+        raise PlanningError("current.%s" % str(exc).split(".", 1)[-1]) from None
+    if mode == "static":
+        if not workload:
+            raise PlanningError("workload: mode static needs the workload to tune for")
+        fixed_values = dict(fixed or {})
+        found = tuner.tune(
+            throughput,
+            [workload],
+            feasible=feasible,
+            fixed=fixed_values or None,
+            include=[current_full, model.space.default_config(hardware or None)],
+            seed=seed,
+            generations=max(tune_generations, 60),
+        )
+        before = found["included"][0]["score"]
+        after = found["score"]
+        setting = changes(catalog, current_full, found["config"])
+        steps = []
+        if setting and after > before:
+            steps.append(
+                {
+                    "step": 0,
+                    "offset_s": 0.0,
+                    "configuration": setting,
+                    "full_configuration": found["config"],
+                    "restart": any(catalog.apply_kind(n, current_full.get(n)) != "live" for n in setting),
+                    "roll_s": roll.duration(any(catalog.apply_kind(n, current_full.get(n)) != "live" for n in setting)),
+                    "workload": workload,
+                    "predicted": {
+                        "ops_per_s_before": round(before, 1),
+                        "ops_per_s_after": round(after, 1),
+                        "cost_ops": 0.0,
+                        "gain_ops": 0.0,
+                        "break_even_s": None,
+                        "kept_s": 0.0,
+                    },
+                    "reason": "the static tuner predicts %s ops/s for this workload against %s with the configuration "
+                    "in place (%+.1f %%), after %d evaluations"
+                    % (
+                        f"{after:,.0f}",
+                        f"{before:,.0f}",
+                        100.0 * (after - before) / before if before else 0.0,
+                        found["evaluations"],
+                    ),
+                }
+            )
+        body = {
+            "steps": steps,
+            "predicted": {
+                "ops_per_s": round(after, 1),
+                "ops": round(after, 1),
+                "in_place_ops_per_s": round(before, 1),
+                "gain_share": round((after - before) / before, 5) if before else None,
+            },
+            "baselines": {"in_place": round(before, 1), "default": round(found["included"][1]["score"], 1)},
+            "reasons": [] if steps else ["the configuration in place is predicted best for this workload"],
+            "timing": {"elapsed_s": found["elapsed_s"], "evaluations": found["evaluations"]},
+            "solver": "ga",
+            "lookahead": {},
+        }
+        return planfile.build(body, store, start, store_version, facts, model_facts, current_full, kind="static")
+    if not forecast:
+        raise PlanningError("forecast: mode dynamic needs a forecast (predict mode forecast) or a schedule_file")
+    body = make_plan(
+        throughput,
+        forecast.get("forecast", forecast) if isinstance(forecast, dict) else forecast,
+        current_full,
+        roll,
+        catalog,
+        step_s=step_s,
+        workload_base=workload_base,
+        feasible=feasible,
+        quantum=quantum,
+        solver=solver,
+        min_gain=min_gain,
+        seed=seed,
+        tune_generations=tune_generations,
+        default=model.space.default_config(hardware or None),
+        tail_s=tail_s,
+    )
+    return planfile.build(body, store, start, store_version, facts, model_facts, current_full, kind="dynamic")
+
+
+Loaded = collections.namedtuple("Loaded", "catalog model hardware facts")
+"""A surrogate loaded for planning: the catalog, the model, the hardware profile it was fitted on, its facts."""
+
+
+def _model_facts(model_file, metadata):
+    return {
+        "file": str(model_file),
+        "hardware_profile": (metadata.get("hardware_profile") or {}).get("name"),
+        "training_data_sha256": metadata.get("training_data_sha256"),
+        "training_points": metadata.get("training_points"),
+        "metrics": metadata.get("metrics", {}),
+    }
+
+
+def _hetero(loaded, workload, current, cluster, options, *, store, store_version, start, fixed, seed):
+    """The plan document of mode heterogeneous (loaded: the surrogate and what came with it)."""
+    catalog, model, hardware = loaded.catalog, loaded.model, loaded.hardware
+    from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
+
+    if not workload:
+        raise PlanningError("workload: mode heterogeneous needs the workload to plan for")
+    vms = options.get("vms")
+    try:
+        vms = hetero.check_vms(vms, "vms")
+        sets, hosts = planmodes.cluster_sets(cluster, store)
+    except (hetero.HeteroError, planmodes.ModeError) as exc:
+        raise PlanningError(str(exc)) from None
+    cluster = dict(cluster or {})
+    cl = str(cluster.get("cl", "ONE")).upper()
+    try:
+        rule = rolling.batch_rule(
+            len(sets),
+            cl,
+            hosts,
+            sets=len(sets),
+            nodes_per_set=max(len(s) for s in sets),
+            aggressive=bool(cluster.get("aggressive", False)),
+        )
+    except rolling.RollingError as exc:
+        raise PlanningError("cluster.%s" % exc) from None
+    try:
+        current_full = model.space.complete(current or {}, hardware or None)
+    except sg.SurrogateError as exc:
+        raise PlanningError("current.%s" % str(exc).split(".", 1)[-1]) from None
+    # Parameters whose change rewrites the data stay as they are (as in the dynamic plan).
+    kept = {n: current_full[n] for n in model.space.parameters if catalog.apply_kind(n) == "table"}
+    kept.update(fixed or {})
+    try:
+        body = planmodes.hetero_plan(
+            model,
+            catalog,
+            hardware,
+            workload,
+            vms,
+            cluster,
+            current_full,
+            model.space.default_config(hardware or None),
+            rule["batch_sets"] or 1,
+            store=store,
+            budget_per_h=options.get("budget_per_h"),
+            min_ops=options.get("min_ops") or 0.0,
+            horizon_s=options.get("horizon_s", 3600.0),
+            vm_scaling=options.get("vm_scaling", "vcpu"),
+            min_gain=options.get("min_gain", 0.0),
+            fixed=kept or None,
+            seed=seed,
+        )
+    except planmodes.ModeError as exc:
+        raise PlanningError(str(exc)) from None
+    facts = {
+        "nodes": len(hosts),
+        "hosts": hosts,
+        "rf": cluster.get("rf", len(sets)),
+        "cl": rule["cl"],
+        "complete_sets": len(sets),
+        "batch_sets": rule["batch_sets"] or 1,
+        "rule": rule["rule"],
+        "available": rule["available"],
+    }
+    if cluster.get("name"):
+        facts["name"] = cluster["name"]
+    return planfile.build(body, store, start, store_version, facts, loaded.facts, current_full, kind="heterogeneous")

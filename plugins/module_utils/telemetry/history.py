@@ -1,0 +1,635 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""The history store: workload samples, the configurations each node ran, and small saved state.
+
+Standard library only: this file is shipped to managed nodes.
+
+``HistoryStore`` is the interface the rest of the collection codes against. ``SQLiteHistory`` implements it
+in one SQLite file. ``open_history`` picks the backend from a URL, so another backend (a Prometheus reader is
+planned: samples from a Prometheus server, configurations and state kept beside it) can be added without
+touching the callers.
+
+Configurations are content-addressed: a configuration's id is the sha256 of its canonical JSON, so the same
+settings always get the same id and A -> B -> A shows as two transitions back to the first id. The history
+never holds secrets: a configuration (or a sample's ``extra``) with a key that looks like one is refused.
+"""
+
+from __future__ import annotations
+
+import abc
+import datetime
+import hashlib
+import json
+import math
+import os
+import re
+import sqlite3
+import time as _time
+from urllib.parse import quote
+
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import AGGREGATE_NODE, validate_sample
+
+HISTORY_ENV = "TACTICIAN_HISTORY"
+DEFAULT_HISTORY_PATH = os.path.join("~", ".local", "share", "tactician", "history.sqlite3")
+DEFAULT_BUSY_TIMEOUT = 30.0
+
+# Keys that look like secrets. Strong words match anywhere in a key, weak ones only as its last word
+# (so num_tokens, authenticator and auth_cache_* stay allowed).
+SECRET_WORDS = ("password", "passwd", "secret", "token", "key_password", "masterauth", "requirepass", "auth")
+_STRONG_SECRET = ("password", "passwd", "secret", "masterauth", "requirepass")
+_WEAK_SECRET = ("token", "auth", "pass")
+_NOT_SECRET = ("initial_token",)
+
+
+class HistoryError(ValueError):
+    """Bad input for, or a problem with, the history store. The message starts with the field at fault."""
+
+
+class SecretError(HistoryError):
+    """A value refused because its key looks like a secret."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Helpers shared by every backend
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def default_history_path(environ=None):
+    """$TACTICIAN_HISTORY when set, else ~/.local/share/tactician/history.sqlite3 (user expanded)."""
+    environ = os.environ if environ is None else environ
+    return os.path.expanduser(environ.get(HISTORY_ENV) or DEFAULT_HISTORY_PATH)
+
+
+def canonical_json(value):
+    """The one JSON text of a value: sorted keys, no spaces, no NaN."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise HistoryError("config: not JSON-serialisable with string keys (%s)" % exc) from None
+
+
+def config_id(config):
+    """Content address of a configuration: sha256 hex of its canonical JSON."""
+    return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()
+
+
+def _words(key):
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
+    return [word for word in re.split(r"[^a-z0-9]+", spaced.lower()) if word]
+
+
+def looks_like_secret(key):
+    """True when a configuration key looks like it holds a secret (password, token, requirepass, ...)."""
+    words = _words(str(key))
+    if not words or "_".join(words) in _NOT_SECRET:
+        return False
+    joined = "".join(words)
+    return any(word in joined for word in _STRONG_SECRET) or words[-1] in _WEAK_SECRET
+
+
+def check_no_secrets(value, field):
+    """Raise SecretError naming the first key under value (dicts and lists, recursively) that looks secret."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            name = "%s.%s" % (field, key)
+            if looks_like_secret(key):
+                raise SecretError(
+                    "%s: looks like a secret and the history never stores secrets; keys refused match: %s"
+                    % (name, ", ".join(SECRET_WORDS))
+                )
+            check_no_secrets(item, name)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            check_no_secrets(item, "%s[%d]" % (field, index))
+
+
+def parse_time(value, field="time"):
+    """Unix seconds from a number, a numeric string or an ISO 8601 date/time (no zone = UTC); None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise HistoryError("%s: %r is not a time; give unix seconds or ISO 8601" % (field, value))
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            number = float(text)
+        except ValueError:
+            if text.endswith(("Z", "z")):
+                text = text[:-1] + "+00:00"
+            try:
+                moment = datetime.datetime.fromisoformat(text)
+            except ValueError:
+                raise HistoryError(
+                    "%s: %r is not unix seconds or ISO 8601 (e.g. 2026-05-09T10:00:00Z)" % (field, value)
+                ) from None
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=datetime.UTC)
+            number = moment.timestamp()
+    else:
+        raise HistoryError("%s: %r is not a time; give unix seconds or ISO 8601" % (field, value))
+    if not math.isfinite(number):
+        raise HistoryError("%s: %r is not a finite time" % (field, value))
+    return number
+
+
+def _text(field, value):
+    if not isinstance(value, str) or not value:
+        raise HistoryError("%s: %r is not a non-empty string" % (field, value))
+    return value
+
+
+def _nodes(node_or_set):
+    if isinstance(node_or_set, str):
+        return [_text("node_or_set", node_or_set)]
+    if isinstance(node_or_set, (list, tuple)) and node_or_set:
+        return [_text("node_or_set[%d]" % index, node) for index, node in enumerate(node_or_set)]
+    raise HistoryError(
+        "node_or_set: %r is not a node (address:port, a set name, or %r) or a non-empty list of them"
+        % (node_or_set, AGGREGATE_NODE)
+    )
+
+
+def _last(last):
+    if last is None:
+        return None
+    if not isinstance(last, int) or isinstance(last, bool) or last < 0:
+        raise HistoryError("last: %r is not a whole number >= 0 (0 means all)" % (last,))
+    return last or None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The interface
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class HistoryStore(abc.ABC):
+    """Where samples, configurations and saved state live between runs.
+
+    Times are unix seconds (float). Lists come oldest first. A configuration entry for node ``cluster``
+    applies to every node of the cluster. Every write is all or nothing.
+    """
+
+    # -- samples ---------------------------------------------------------------------------------------------
+
+    def add_sample(self, sample):
+        """Validate and store one workload sample; True when written, False when the very same sample was
+        already there (a different sample for the same store, cluster, node, time and window is an error)."""
+        return self.add_samples([sample]) == 1
+
+    @abc.abstractmethod
+    def add_samples(self, samples):
+        """Validate and store samples in one transaction; returns how many were new. With several samples an
+        error names the one at fault first (samples[2].throughput: ...)."""
+
+    @abc.abstractmethod
+    def samples(self, store=None, cluster=None, node=None, since=None, until=None, last=None, window_s=None):
+        """Samples matching every filter given (since/until inclusive), oldest first; last=N keeps the newest N."""
+
+    # -- configurations --------------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def record_config(self, cluster, node_or_set, config, time=None, source="observed", note=None):
+        """Log that node_or_set (a node, a set name, ``cluster``, or a list of nodes) runs config from time on.
+        Refuses keys that look like secrets. Returns the config_id."""
+
+    @abc.abstractmethod
+    def get_config(self, config_id):
+        """The configuration dict stored under config_id, or None."""
+
+    @abc.abstractmethod
+    def config_at(self, cluster, node, time=None):
+        """The configuration in force on node at time (default now): {time, cluster, node, config_id, config,
+        source, note} from the newest entry for the node or for the whole cluster, or None."""
+
+    @abc.abstractmethod
+    def config_log(self, cluster, node=None, since=None, until=None, last=None):
+        """The configuration entries as logged: {time, cluster, node, config_id, source, note}, oldest first."""
+
+    @abc.abstractmethod
+    def transitions(self, cluster, since=None, until=None, node=None, include_initial=False):
+        """Changes of configuration: {time, node, from_config_id, to_config_id}, oldest first. An entry that
+        repeats the node's previous configuration is no transition; a node's first entry counts only with
+        include_initial (from_config_id None)."""
+
+    # -- saved state -----------------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def save_state(self, key, value):
+        """Keep a JSON-serialisable dict under key (e.g. a RateTracker.to_dict()), replacing what was there."""
+
+    @abc.abstractmethod
+    def load_state(self, key):
+        """The dict saved under key, or None."""
+
+    @abc.abstractmethod
+    def states(self, prefix):
+        """[(key, dict)] of the state saved under keys that start with prefix, by key."""
+
+    @abc.abstractmethod
+    def close(self):
+        """Release the connection."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# SQLite
+# ---------------------------------------------------------------------------------------------------------------
+
+# Each migration brings the file from the version before it to its own. Append, never edit.
+MIGRATIONS = (
+    (
+        1,
+        (
+            """CREATE TABLE samples (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                schema TEXT NOT NULL,
+                store TEXT NOT NULL,
+                cluster TEXT NOT NULL,
+                node TEXT NOT NULL,
+                time REAL NOT NULL,
+                window_s REAL NOT NULL,
+                config_id TEXT,
+                json TEXT NOT NULL,
+                UNIQUE (store, cluster, node, time, window_s)
+            )""",
+            "CREATE INDEX samples_cluster_node_time ON samples (cluster, node, time)",
+            "CREATE INDEX samples_cluster_time ON samples (cluster, time)",
+            "CREATE INDEX samples_store_time ON samples (store, time)",
+            """CREATE TABLE configurations (
+                id TEXT PRIMARY KEY,
+                json TEXT NOT NULL,
+                first_seen REAL NOT NULL
+            )""",
+            """CREATE TABLE config_log (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                time REAL NOT NULL,
+                cluster TEXT NOT NULL,
+                node TEXT NOT NULL,
+                config_id TEXT NOT NULL REFERENCES configurations (id),
+                source TEXT NOT NULL,
+                note TEXT
+            )""",
+            "CREATE INDEX config_log_cluster_node_time ON config_log (cluster, node, time)",
+            """CREATE TABLE state (
+                key TEXT PRIMARY KEY,
+                json TEXT NOT NULL,
+                updated REAL NOT NULL
+            )""",
+        ),
+    ),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+class SQLiteHistory(HistoryStore):
+    """The history in one SQLite file (WAL mode, busy timeout, so several processes can write at once).
+
+    create=False refuses a missing file instead of creating it; readonly=True opens it for reading only
+    (no migration: an older file must be opened once for writing first)."""
+
+    def __init__(self, path, create=True, readonly=False, timeout=DEFAULT_BUSY_TIMEOUT):
+        self.path = os.path.expanduser(_text("path", path))
+        exists = os.path.exists(self.path)
+        if not exists and (readonly or not create):
+            raise HistoryError("path: history file %s does not exist" % self.path)
+        if not exists:
+            directory = os.path.dirname(os.path.abspath(self.path))
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        mode = "ro" if readonly else "rw"
+        uri = "file:%s?mode=%s" % (quote(os.path.abspath(self.path)), mode)
+        try:
+            self._db = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise HistoryError("path: cannot open history file %s (%s)" % (self.path, exc)) from None
+        self.readonly = readonly
+        try:
+            self._db.execute("PRAGMA busy_timeout = %d" % int(timeout * 1000))
+            if readonly:
+                self._check_version()
+            else:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                self._db.execute("PRAGMA synchronous = NORMAL")
+                self._migrate()
+            self._db.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise HistoryError("path: %s is not a usable history file (%s)" % (self.path, exc)) from None
+        except HistoryError:
+            self._db.close()
+            raise
+
+    # -- plumbing --------------------------------------------------------------------------------------------
+
+    def _version(self):
+        table = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+        ).fetchone()
+        if not table:
+            return 0
+        return self._db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+
+    def _check_version(self):
+        version = self._version()
+        if version > SCHEMA_VERSION:
+            raise HistoryError(
+                "schema_version: %s is at version %d; this collection knows up to %d, upgrade it"
+                % (self.path, version, SCHEMA_VERSION)
+            )
+        if version < SCHEMA_VERSION:
+            raise HistoryError(
+                "schema_version: %s is at version %d and needs version %d; open it once for writing to migrate"
+                % (self.path, version, SCHEMA_VERSION)
+            )
+
+    def _migrate(self):
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied REAL NOT NULL)"
+            )
+            version = self._version()
+            if version > SCHEMA_VERSION:
+                raise HistoryError(
+                    "schema_version: %s is at version %d; this collection knows up to %d, upgrade it"
+                    % (self.path, version, SCHEMA_VERSION)
+                )
+            for target, statements in MIGRATIONS:
+                if target <= version:
+                    continue
+                for statement in statements:
+                    self._db.execute(statement)
+                self._db.execute("INSERT INTO schema_version (version, applied) VALUES (?, ?)", (target, _time.time()))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def _write(self, work):
+        """Run work() inside one write transaction: all of it or nothing."""
+        if self.readonly:
+            raise HistoryError("path: %s was opened read-only" % self.path)
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise HistoryError("path: %s stayed locked by another writer (%s)" % (self.path, exc)) from None
+        try:
+            result = work()
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+        return result
+
+    @property
+    def schema_version(self):
+        """The schema version of the open file."""
+        return self._version()
+
+    def close(self):
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    # -- samples ---------------------------------------------------------------------------------------------
+
+    def add_samples(self, samples):
+        samples = list(samples)
+        rows = []
+        for index, sample in enumerate(samples):
+            prefix = "samples[%d]." % index if len(samples) > 1 else ""
+            try:
+                validate_sample(sample)
+            except ValueError as exc:
+                raise type(exc)(prefix + str(exc)) from None
+            check_no_secrets(sample.get("extra", {}), prefix + "extra")
+            rows.append(
+                (
+                    sample["schema"],
+                    sample["store"],
+                    sample["cluster"],
+                    sample["node"],
+                    float(sample["time"]),
+                    float(sample["window_s"]),
+                    sample.get("config_id"),
+                    canonical_json(sample),
+                )
+            )
+
+        def work():
+            added = 0
+            for index, row in enumerate(rows):
+                cursor = self._db.execute(
+                    "INSERT INTO samples (schema, store, cluster, node, time, window_s, config_id, json)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (store, cluster, node, time, window_s) DO NOTHING",
+                    row,
+                )
+                if cursor.rowcount == 1:
+                    added += 1
+                    continue
+                existing = self._db.execute(
+                    "SELECT json FROM samples WHERE store = ? AND cluster = ? AND node = ? AND time = ?"
+                    " AND window_s = ?",
+                    row[1:6],
+                ).fetchone()
+                if existing[0] != row[7]:
+                    raise HistoryError(
+                        "%stime: a different sample for %s %s %s at %r (window %gs) is already stored"
+                        % ("samples[%d]." % index if len(rows) > 1 else "", row[1], row[2], row[3], row[4], row[5])
+                    )
+            return added
+
+        return self._write(work)
+
+    def samples(self, store=None, cluster=None, node=None, since=None, until=None, last=None, window_s=None):
+        where, params = [], []
+        for column, value in (("store", store), ("cluster", cluster), ("node", node)):
+            if value is not None:
+                where.append("%s = ?" % column)
+                params.append(_text(column, value))
+        if window_s is not None:
+            if isinstance(window_s, bool) or not isinstance(window_s, (int, float)):
+                raise HistoryError("window_s: %r is not a number of seconds" % (window_s,))
+            where.append("window_s = ?")
+            params.append(float(window_s))
+        if since is not None:
+            where.append("time >= ?")
+            params.append(parse_time(since, "since"))
+        if until is not None:
+            where.append("time <= ?")
+            params.append(parse_time(until, "until"))
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        last = _last(last)
+        if last:
+            query = (
+                "SELECT json FROM (SELECT id, time, json FROM samples%s ORDER BY time DESC, id DESC LIMIT ?)"
+                " ORDER BY time, id" % clause
+            )
+            params.append(last)
+        else:
+            query = "SELECT json FROM samples%s ORDER BY time, id" % clause
+        return [json.loads(row[0]) for row in self._db.execute(query, params)]
+
+    # -- configurations --------------------------------------------------------------------------------------
+
+    def record_config(self, cluster, node_or_set, config, time=None, source="observed", note=None):
+        _text("cluster", cluster)
+        nodes = _nodes(node_or_set)
+        if not isinstance(config, dict):
+            raise HistoryError("config: %r is not a mapping of setting to value" % (config,))
+        check_no_secrets(config, "config")
+        text = canonical_json(config)
+        ident = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        when = _time.time() if time is None else parse_time(time)
+        _text("source", source)
+        if note is not None and not isinstance(note, str):
+            raise HistoryError("note: %r is not a string" % (note,))
+
+        def work():
+            self._db.execute(
+                "INSERT INTO configurations (id, json, first_seen) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                (ident, text, when),
+            )
+            for node in nodes:
+                self._db.execute(
+                    "INSERT INTO config_log (time, cluster, node, config_id, source, note) VALUES (?, ?, ?, ?, ?, ?)",
+                    (when, cluster, node, ident, source, note),
+                )
+            return ident
+
+        return self._write(work)
+
+    def get_config(self, config_id):
+        row = self._db.execute("SELECT json FROM configurations WHERE id = ?", (config_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    _LOG_COLUMNS = ("time", "cluster", "node", "config_id", "source", "note")
+
+    def config_at(self, cluster, node, time=None):
+        when = _time.time() if time is None else parse_time(time)
+        row = self._db.execute(
+            "SELECT l.time, l.cluster, l.node, l.config_id, l.source, l.note, c.json FROM config_log l"
+            " JOIN configurations c ON c.id = l.config_id"
+            " WHERE l.cluster = ? AND l.node IN (?, ?) AND l.time <= ? ORDER BY l.time DESC, l.seq DESC LIMIT 1",
+            (_text("cluster", cluster), _text("node", node), AGGREGATE_NODE, when),
+        ).fetchone()
+        if not row:
+            return None
+        entry = dict(zip(self._LOG_COLUMNS, row[:6], strict=True))
+        entry["config"] = json.loads(row[6])
+        return entry
+
+    def config_log(self, cluster, node=None, since=None, until=None, last=None):
+        where, params = ["cluster = ?"], [_text("cluster", cluster)]
+        if node is not None:
+            where.append("node = ?")
+            params.append(_text("node", node))
+        if since is not None:
+            where.append("time >= ?")
+            params.append(parse_time(since, "since"))
+        if until is not None:
+            where.append("time <= ?")
+            params.append(parse_time(until, "until"))
+        query = "SELECT seq, %s FROM config_log WHERE %s" % (", ".join(self._LOG_COLUMNS), " AND ".join(where))
+        last = _last(last)
+        if last:
+            query = "SELECT * FROM (%s ORDER BY time DESC, seq DESC LIMIT ?) ORDER BY time, seq" % query
+            params.append(last)
+        else:
+            query += " ORDER BY time, seq"
+        return [dict(zip(self._LOG_COLUMNS, row[1:], strict=True)) for row in self._db.execute(query, params)]
+
+    def transitions(self, cluster, since=None, until=None, node=None, include_initial=False):
+        since = parse_time(since, "since")
+        entries = self.config_log(cluster, node=node, until=until)
+        previous = {}
+        changes = []
+        for entry in entries:
+            before = previous.get(entry["node"])
+            previous[entry["node"]] = entry["config_id"]
+            if before == entry["config_id"] or (before is None and not include_initial):
+                continue
+            if since is not None and entry["time"] < since:
+                continue
+            changes.append(
+                {
+                    "time": entry["time"],
+                    "node": entry["node"],
+                    "from_config_id": before,
+                    "to_config_id": entry["config_id"],
+                }
+            )
+        return changes
+
+    # -- saved state -----------------------------------------------------------------------------------------
+
+    def save_state(self, key, value):
+        _text("key", key)
+        if not isinstance(value, dict):
+            raise HistoryError("value: %r is not a mapping" % (value,))
+        try:
+            text = json.dumps(value, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise HistoryError("value: not JSON-serialisable (%s)" % exc) from None
+
+        def work():
+            self._db.execute(
+                "INSERT INTO state (key, json, updated) VALUES (?, ?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET json = excluded.json, updated = excluded.updated",
+                (key, text, _time.time()),
+            )
+
+        self._write(work)
+
+    def load_state(self, key):
+        row = self._db.execute("SELECT json FROM state WHERE key = ?", (_text("key", key),)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def states(self, prefix):
+        _text("prefix", prefix)
+        rows = self._db.execute(
+            "SELECT key, json FROM state WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
+        ).fetchall()
+        return [(key, json.loads(text)) for key, text in rows]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Opening by URL
+# ---------------------------------------------------------------------------------------------------------------
+
+PLANNED_BACKENDS = {"prometheus": "a Prometheus-backed history (samples read from a Prometheus server)"}
+
+
+def open_history(url_or_path=None, **options):
+    """A HistoryStore for a URL or a path: ``sqlite:///absolute/path``, a bare path (``~`` expanded) or None
+    for the default path. ``prometheus://...`` raises NotImplementedError: that backend is planned.
+    options go to the backend (for SQLite: create, readonly, timeout)."""
+    if url_or_path is None:
+        return SQLiteHistory(default_history_path(), **options)
+    _text("path", url_or_path)
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", url_or_path)
+    if not match:
+        return SQLiteHistory(url_or_path, **options)
+    scheme, rest = match.group(1).lower(), match.group(2)
+    base = scheme.split("+", 1)[0]
+    if base == "sqlite":
+        if not rest.startswith("/"):
+            raise HistoryError("path: %r is not sqlite:///absolute/path" % (url_or_path,))
+        return SQLiteHistory(re.sub(r"^/+", "/", rest), **options)
+    if base in PLANNED_BACKENDS:
+        raise NotImplementedError(
+            "%s: %s is planned but not implemented yet; use sqlite:///path or a file path"
+            % (url_or_path, PLANNED_BACKENDS[base])
+        )
+    raise HistoryError(
+        "path: scheme %r is not supported; allowed: sqlite:///path, a file path (prometheus:// is planned)" % scheme
+    )

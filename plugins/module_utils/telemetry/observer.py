@@ -1,0 +1,245 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Observe: snapshots of every node's counters taken `interval` seconds apart for `duration` seconds, turned
+into workload samples (schema tactician.workload_sample/v1) with rates over the 5 s, 30 s and 5 min windows, plus
+one aggregate sample for the cluster; optionally written to the history store with the rate trackers, so longer
+windows build up across runs.
+
+No database driver here: a probe is anything with `.node` (its name) and `.snapshot()` returning
+{"counters": {...}, "gauges": {...}}; the store adapters make them. Nothing is written unless every node answered.
+"""
+
+from __future__ import annotations
+
+import os
+import time as _time
+
+from ansible_collections.tactician.nosql.plugins.module_utils.core.process import cpu_seconds, read_pid
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import samples as telemetry
+
+# Counters of each store that are operations, by sample operation name.
+OPERATION_COUNTERS = {
+    "cassandra": {"read": "read", "update": "write", "scan": "scan"},
+    "redis": {"read": "read", "update": "update", "scan": "scan", "delete": "delete", "other": "other"},
+    "mongodb": {
+        "read": "read",
+        "insert": "insert",
+        "update": "update",
+        "delete": "delete",
+        "scan": "scan",
+        "other": "other",
+    },
+}
+HIT_COUNTERS = {
+    "cassandra": ("key_cache", "row_cache", "chunk_cache"),
+    "redis": ("keyspace",),
+    "mongodb": ("wiredtiger_cache",),
+}
+PROCESS_CPU = "_process_cpu_s"
+
+
+class ObserveError(Exception):
+    """A node could not be observed; the message starts with the node."""
+
+
+class Probe:
+    """A node and the function that snapshots it; pid_file and data_dir add the server process's CPU and the
+    data disk's usage when the node runs on this machine."""
+
+    def __init__(self, node, snapshot, pid_file=None, data_dir=None, counted=True):
+        self.node = node
+        self._snapshot = snapshot
+        self.pid_file = pid_file
+        self.data_dir = data_dir
+        self.counted = counted
+
+    def snapshot(self):
+        return self._snapshot()
+
+
+def _take(probe, clock):
+    try:
+        snap = probe.snapshot()
+    except Exception as exc:  # each driver has its own errors; all mean this node could not be read
+        raise ObserveError("%s: cannot be observed: %s" % (probe.node, exc)) from exc
+    counters = dict(snap["counters"])
+    if probe.pid_file:
+        cpu = cpu_seconds(read_pid(probe.pid_file))
+        if cpu is not None:
+            counters[PROCESS_CPU] = cpu
+    return clock(), counters, snap.get("gauges", {})
+
+
+def _state_key(store, cluster, node):
+    return "rate_tracker/%s/%s/%s" % (store, cluster, node)
+
+
+def _ops(store, rates):
+    out = {}
+    for op, counter in OPERATION_COUNTERS[store].items():
+        value = rates.get(counter)
+        out[op] = max(float(value), 0.0) if value is not None else 0.0
+    return out
+
+
+def _hits(store, rates):
+    out = {}
+    for name in HIT_COUNTERS[store]:
+        hits, requests = rates.get(name + "_hits"), rates.get(name + "_requests")
+        out[name] = (min(max(hits / requests, 0.0), 1.0) if requests else None) if hits is not None else None
+    return out
+
+
+def _latency(gauges):
+    latency = {}
+    for op, points in (gauges.get("latency_ms") or {}).items():
+        latency[op] = {key: points.get(key) for key in telemetry.PERCENTILES if key in points}
+    return latency
+
+
+def observe(
+    probes,
+    store,
+    cluster,
+    duration=telemetry.DEFAULT_T_D,
+    interval=5.0,
+    history=None,
+    clock=_time.time,
+    sleep=_time.sleep,
+    machine=True,
+):
+    """Observe the probes for duration seconds; returns {"samples": [...per node], "aggregate": sample}.
+
+    history: a HistoryStore (or None). Its saved rate trackers are resumed, and the samples and trackers are
+    written back in one go once every node has answered."""
+    if store not in OPERATION_COUNTERS:
+        raise ObserveError("store: %r is not allowed; choose one of %s" % (store, ", ".join(OPERATION_COUNTERS)))
+    if duration <= 0 or interval <= 0:
+        raise ObserveError("duration, interval: must be above 0 seconds (got %r, %r)" % (duration, interval))
+    if not probes:
+        raise ObserveError("nodes: give at least one node to observe")
+    windows = sorted({5.0, float(duration), 300.0})
+    trackers = {}
+    for probe in probes:
+        state = history.load_state(_state_key(store, cluster, probe.node)) if history else None
+        trackers[probe.node] = (
+            telemetry.RateTracker.from_dict(state) if state else telemetry.RateTracker(windows=windows)
+        )
+        if tuple(trackers[probe.node].windows) != tuple(windows):
+            trackers[probe.node] = telemetry.RateTracker(windows=windows)
+    cpu_first = telemetry.read_proc_stat() if machine else None
+    gauges = {}
+    start = clock()
+    while True:
+        for probe in probes:
+            at, counters, gauges[probe.node] = _take(probe, clock)
+            if trackers[probe.node].latest is None or at > trackers[probe.node].latest:
+                trackers[probe.node].add(at, counters)
+        if clock() - start >= duration - 1e-6:
+            break
+        sleep(max(0.0, min(interval, duration - (clock() - start))))
+    end = clock()
+    cpu_last = telemetry.read_proc_stat() if machine else None
+    machine_cpu = telemetry.cpu_split(cpu_first["cpu"], cpu_last["cpu"]) if machine else {}
+    memory = telemetry.memory_usage(telemetry.read_meminfo()) if machine else {}
+    samples = []
+    for probe in probes:
+        tracker = trackers[probe.node]
+        main = tracker.rate(duration)
+        rates = main["rates"]
+        if main["reason"]:
+            raise ObserveError("%s: no rate over %ss: %s" % (probe.node, duration, main["reason"]))
+        disk = telemetry.disk_usage(probe.data_dir) if probe.data_dir and os.path.exists(probe.data_dir) else None
+        extra = {
+            "counted_in_aggregate": probe.counted,
+            "windows": {
+                label: (None if window["reason"] else _ops(store, window["rates"]))
+                for label, window in tracker.rates().items()
+            },
+            "span_s": main["span_s"],
+        }
+        if rates.get(PROCESS_CPU) is not None:
+            extra["process_cpu_pct"] = 100.0 * rates[PROCESS_CPU]
+        for key, value in gauges[probe.node].items():
+            if key not in ("latency_ms", "data_bytes"):
+                extra[key] = value
+        samples.append(
+            telemetry.new_sample(
+                store,
+                cluster,
+                probe.node,
+                end,
+                duration,
+                _ops(store, rates),
+                hit_ratio=_hits(store, rates),
+                data_bytes=gauges[probe.node].get("data_bytes"),
+                latency_ms=_latency(gauges[probe.node]),
+                resources=telemetry.sample_resources(machine_cpu, memory, disk),
+                extra=extra,
+            )
+        )
+    aggregate = _aggregate(store, cluster, end, duration, samples, probes, trackers)
+    if history is not None:
+        history.add_samples(samples + [aggregate])
+        for probe in probes:
+            history.save_state(_state_key(store, cluster, probe.node), trackers[probe.node].to_dict())
+    return {"samples": samples, "aggregate": aggregate}
+
+
+def _aggregate(store, cluster, end, duration, samples, probes, trackers):
+    counted = [s for s, p in zip(samples, probes, strict=True) if p.counted]
+    ops = {op: sum(s["ops_per_s"][op] for s in counted) for op in telemetry.OPS}
+    hits = {}
+    for name in HIT_COUNTERS[store]:
+        total_hits = total_requests = 0.0
+        for probe in probes:
+            rates = trackers[probe.node].rate(duration)["rates"]
+            if rates.get(name + "_hits") is not None and rates.get(name + "_requests"):
+                total_hits += rates[name + "_hits"]
+                total_requests += rates[name + "_requests"]
+        hits[name] = min(total_hits / total_requests, 1.0) if total_requests else None
+    data = [s["data_bytes"] for s in counted if s["data_bytes"] is not None]
+    latency = {}
+    for sample in counted:
+        for op, points in sample["latency_ms"].items():
+            into = latency.setdefault(op, {})
+            for key, value in points.items():
+                if value is not None and (into.get(key) is None or value > into[key]):
+                    into[key] = value
+    resources = {}
+    for key in telemetry.RESOURCES:
+        values = [s["resources"][key] for s in samples if s["resources"].get(key) is not None]
+        resources[key] = sum(values) / len(values) if values else None
+    return telemetry.new_sample(
+        store,
+        cluster,
+        telemetry.AGGREGATE_NODE,
+        end,
+        duration,
+        ops,
+        hit_ratio=hits,
+        data_bytes=sum(data) if data else None,
+        latency_ms=latency,
+        resources=resources,
+        extra={"nodes": [s["node"] for s in counted]},
+    )
+
+
+def summary(result):
+    """Lines a person reads: per node and for the cluster, throughput, read ratio and hit ratios."""
+    lines = []
+    for sample in result["samples"] + [result["aggregate"]]:
+        hits = ", ".join("%s %.3f" % (k, v) for k, v in sample["hit_ratio"].items() if v is not None)
+        rr = sample["read_ratio"]
+        lines.append(
+            "%s %s: %.1f ops/s, read ratio %s%s; cpu %s%%"
+            % (
+                sample["store"],
+                sample["node"],
+                sample["throughput"],
+                "n/a" if rr is None else "%.3f" % rr,
+                ("; hit " + hits) if hits else "",
+                "n/a" if sample["resources"]["cpu_pct"] is None else "%.0f" % sample["resources"]["cpu_pct"],
+            )
+        )
+    return lines

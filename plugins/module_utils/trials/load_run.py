@@ -1,0 +1,275 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Glue of the load module and CLI: a validated plan from parameters (workload spec, store properties, phases),
+then its execution (prepare or reload the store through its adapter, run each phase with the load driver)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver, schedules, ycsb
+
+STORES = tuple(loaddriver.STORES)
+
+
+class LoadError(Exception):
+    """Bad parameters or a failed run; the message names the field or the host."""
+
+
+def _store_properties(params, spec, scans=None):
+    store = params["store"]
+    hosts = params["hosts"]
+    user = params.get("login_user") or ""
+    password = params.get("login_password") or ""
+    if store == "cassandra":
+        props = {
+            "cassandra.hosts": ",".join(hosts),
+            "cassandra.port": params.get("port") or 9042,
+            "cassandra.keyspace": params.get("keyspace") or "ycsb",
+            "cassandra.readconsistencylevel": params.get("consistency") or "ONE",
+            "cassandra.writeconsistencylevel": params.get("consistency") or "ONE",
+            "cassandra.ssl": bool(params.get("tls")),
+        }
+        if params.get("ca_file"):
+            props["cassandra.ssl.cafile"] = params["ca_file"]
+        if user:
+            props.update({"cassandra.username": user, "cassandra.password": password})
+    elif store == "redis":
+        props = {
+            "redis.nodes": ",".join(hosts),
+            "redis.tls": bool(params.get("tls")),
+            # Scans need the key index; a workload without scans then sends one command per operation.
+            "redis.scanindex": spec.scanproportion > 0 if scans is None else scans,
+        }
+        if user:
+            props["redis.user"] = user
+        if password:
+            props["redis.password"] = password
+    else:
+        host, _sep, port = hosts[0].partition(":")
+        props = {
+            "mongodb.host": host,
+            "mongodb.port": port or 27017,
+            "mongodb.database": params.get("database") or "ycsb",
+            "mongodb.tls": bool(params.get("tls")),
+        }
+        if user:
+            props.update(
+                {"mongodb.user": user, "mongodb.password": password, "mongodb.authsource": params.get("auth_source")}
+            )
+    return props
+
+
+def plan(params):
+    """Validate the parameters; the plan (without secrets) says what would run."""
+    if params["store"] not in STORES:
+        raise LoadError("store: %r is not allowed; choose one of %s" % (params["store"], ", ".join(STORES)))
+    if not params.get("hosts"):
+        raise LoadError("hosts: give at least one node to connect to")
+    for name in ("threads", "processes"):
+        if int(params.get(name) or 0) < 1:
+            raise LoadError("%s: must be >= 1, got %r" % (name, params.get(name)))
+    if int(params.get("target") or 0) < 0:
+        raise LoadError("target: must be >= 0 ops/s (0 = unthrottled), got %r" % params.get("target"))
+    try:
+        spec = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
+    except ycsb.WorkloadError as exc:
+        raise LoadError(str(exc)) from exc
+    phases = list(params.get("phases") or ["run"])
+    unknown = [p for p in phases if p not in loaddriver.PHASES]
+    if unknown:
+        raise LoadError("phases: %s not allowed; choose from %s" % (", ".join(unknown), ", ".join(loaddriver.PHASES)))
+    return {
+        "store": params["store"],
+        "hosts": list(params["hosts"]),
+        "workload": (params.get("workload") or "a").upper(),
+        "phases": [p for p in loaddriver.PHASES if p in phases],
+        "reload": bool(params.get("reload")),
+        "threads": int(params["threads"]),
+        "processes": int(params["processes"]),
+        "target": int(params.get("target") or 0),
+        "mix": ycsb.op_mix(spec),
+        "read_ratio": ycsb.read_ratio(spec),
+        "properties": spec.properties(),
+    }
+
+
+def prepare(params, spec, reload):
+    """Create what the bindings need (Cassandra keyspace and table) and, on reload, destroy the data."""
+    store = params["store"]
+    if store == "cassandra":
+        from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
+
+        conn = dict(cql.params_from_any(params), login_hosts=params["hosts"])
+        try:
+            cluster, session = cql.connect(conn)
+        except cql.CassandraError as exc:
+            raise LoadError("hosts: %s" % exc) from exc
+        try:
+            cql.prepare_ycsb_table(
+                session,
+                params.get("keyspace") or "ycsb",
+                spec.table,
+                spec.fieldcount,
+                params.get("replication_factor") or 1,
+                truncate=reload,
+            )
+        except cql.CassandraError as exc:
+            raise LoadError(str(exc)) from exc
+        except Exception as exc:
+            raise LoadError("preparing the YCSB table on %s failed: %s" % (", ".join(params["hosts"]), exc)) from exc
+        finally:
+            cluster.shutdown()
+    elif store == "redis" and reload:
+        from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
+
+        conn = redis_adapter.params_from_any(params)
+        try:
+            redis_adapter.flush_masters(conn, params["hosts"])
+        except redis_adapter.RedisAdminError as exc:
+            raise LoadError("hosts: %s" % exc) from exc
+    elif store == "mongodb" and reload:
+        from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
+
+        client = mongodb.connect(mongodb.params_from_any(params, params["hosts"][0]))
+        try:
+            client[params.get("database") or "ycsb"].drop_collection(spec.table)
+        except mongodb.PyMongoError as exc:
+            raise LoadError("hosts: %s: %s" % (params["hosts"][0], exc)) from exc
+        finally:
+            client.close()
+
+
+def _server_pids(pid_files):
+    pids = []
+    for path in pid_files:
+        try:
+            with open(path) as handle:
+                pids.append(int(handle.read().split()[0]))
+        except (OSError, ValueError, IndexError) as exc:
+            raise LoadError("server_pid_files: cannot read a PID from %s: %s" % (path, exc)) from exc
+    return pids
+
+
+def execute(params, the_plan):
+    """Run the plan's phases; returns one result per phase."""
+    spec = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
+    prepare(params, spec, the_plan["reload"] and "load" in the_plan["phases"])
+    # max_seconds: stop the run phase after that long even if operations remain (YCSB maxexecutiontime).
+    extra = {"maxexecutiontime": str(int(params["max_seconds"]))} if params.get("max_seconds") else None
+    return [
+        _run_phase(
+            params,
+            the_plan,
+            spec,
+            phase,
+            None,
+            extra=extra if phase == "run" else None,
+            target=the_plan["target"] if phase == "run" else 0,
+        )
+        for phase in the_plan["phases"]
+    ]
+
+
+def load_schedule(params):
+    """The schedule of params["schedule"] (a file path), or None."""
+    if not params.get("schedule"):
+        return None
+    try:
+        return schedules.load_schedule(params["schedule"])
+    except (OSError, schedules.ScheduleError) as exc:
+        raise LoadError("schedule: %s" % exc) from exc
+
+
+def execute_schedule(params, the_plan, schedule, on_phase=None):
+    """Replay a schedule: the load phase when asked, then one client run per schedule phase with that phase's
+    mix, request distribution and rate, for its duration (YCSB maxexecutiontime). Returns one result per run,
+    each with its wall-clock start and end, so forecasts can be compared with what was driven."""
+    base = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
+    scans = any(phase.mix.get("scan", 0.0) > 0 for phase in schedule.phases)
+    results = []
+    if "load" in the_plan["phases"]:
+        prepare(params, base, the_plan["reload"])
+        results.append(_run_phase(params, the_plan, base, "load", scans))
+    else:
+        prepare(params, base, False)
+    for index, phase in enumerate(schedule.phases):
+        spec = phase.workload(base)
+        extra = {"maxexecutiontime": str(int(math.ceil(phase.duration_s)))}
+        if not phase.rate:
+            extra["operationcount"] = str(UNBOUNDED_OPERATIONS)
+        started = time.time()
+        result = _run_phase(params, the_plan, spec, "run", scans, extra, target=int(phase.rate))
+        result.update(
+            schedule_index=index,
+            label=phase.label,
+            started=started,
+            ended=time.time(),
+            mix=dict(phase.mix),
+            read_ratio=phase.read_ratio,
+        )
+        results.append(result)
+        if on_phase is not None:
+            on_phase(result)
+    return results
+
+
+def with_defaults(**given):
+    """A full parameter mapping for plan()/execute() outside a module: the load module's defaults, then given."""
+    params = dict(
+        port=9042,
+        tls=False,
+        ca_file=None,
+        workload="a",
+        properties={},
+        phases=["run"],
+        reload=False,
+        threads=32,
+        processes=1,
+        target=0,
+        keyspace="ycsb",
+        replication_factor=1,
+        consistency="ONE",
+        database="ycsb",
+        auth_source="admin",
+        heap="512m",
+        timeout=3600,
+        java="java",
+        server_pid_files=[],
+        schedule=None,
+    )
+    params.update(given)
+    return params
+
+
+UNBOUNDED_OPERATIONS = 2**31 - 1
+"""operationcount of a run bounded only by time: YCSB reads the property as a Java int (CoreWorkload sizes the
+zipfian generator from it), so a larger number fails the client at start."""
+
+
+def _run_phase(params, the_plan, spec, phase, scans, extra=None, target=0):
+    props = loaddriver.base_properties(
+        spec.properties(), the_plan["threads"], target, status_interval=params.get("status_interval") or 10
+    )
+    props.update({k: loaddriver.to_text(v) for k, v in _store_properties(params, spec, scans).items()})
+    props.update(extra or {})
+    if phase == "load":
+        props.pop("target", None)
+    try:
+        result = loaddriver.run(
+            params.get("java") or "java",
+            params["driver_home"],
+            params["store"],
+            phase,
+            props,
+            processes=the_plan["processes"],
+            heap=params.get("heap") or "512m",
+            timeout=params.get("timeout") or 3600,
+            server_pids=_server_pids(params.get("server_pid_files") or []),
+        )
+    except loaddriver.LoadDriverError as exc:
+        raise LoadError(str(exc)) from exc
+    result["workload"] = the_plan["workload"]
+    result["target"] = target
+    return result
