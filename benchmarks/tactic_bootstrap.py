@@ -46,7 +46,7 @@ use_collection()
 from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cassandra
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import schema as cassandra_schema
-from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import samples as telemetry
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import resources
 
 KEYSPACE = "tactician"
 ROWS = 20000
@@ -179,7 +179,7 @@ def drive(table, mix, seconds, threads=16, rate=None, seed=1):
                 lat[kind].extend(values)
             errors[0] += failed
 
-    cpu_before = telemetry.read_proc_stat()["cpu"]
+    cpu_before = resources.read_proc_stat()["cpu"]
     caches_before = cache_counters(table.session)
     began = time.monotonic()
     workers = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
@@ -188,7 +188,7 @@ def drive(table, mix, seconds, threads=16, rate=None, seed=1):
     for thread in workers:
         thread.join()
     elapsed = time.monotonic() - began
-    cpu = telemetry.cpu_split(cpu_before, telemetry.read_proc_stat()["cpu"])
+    cpu = resources.cpu_split(cpu_before, resources.read_proc_stat()["cpu"])
     caches_after = cache_counters(table.session)
     everything = sorted(v for values in lat.values() for v in values)
     ops = len(everything)
@@ -217,8 +217,8 @@ def features(run, mix, indexes, sla_p999_ms, sla_min_throughput):
     """The advisor's features of a measured window."""
     total = max(1, sum(run["counts"].values()))
     share = {kind: count / total for kind, count in run["counts"].items()}
-    memory = telemetry.memory_usage(telemetry.read_meminfo())
-    disk = telemetry.disk_usage(ROOT)
+    memory = resources.memory_usage(resources.read_meminfo())
+    disk = resources.disk_usage(ROOT)
     filters_unindexed = share["filter"] if "owner" not in indexes else 0.0
     return {
         "cpu": round(run["cpu"], 2),

@@ -322,7 +322,7 @@ def main():
             _fit(module, p)
         doc = modelstore.read_model(p["model_file"])
         module.exit_json(changed=False, kind=doc["kind"], metadata=doc["metadata"])
-    except (modeling.ModelingError, modelstore.ModelError) as exc:
+    except (modeling.ModelingError, modelstore.ModelFileError) as exc:
         module.fail_json(msg=str(exc))
 
 

@@ -454,7 +454,7 @@ def main():
     except (
         planning.PlanningError,
         planfile.PlanFileError,
-        modelstore.ModelError,
+        modelstore.ModelFileError,
         predict.PredictError,
         schedules.ScheduleError,
         ValueError,

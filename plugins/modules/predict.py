@@ -303,7 +303,12 @@ def main():
             cluster_model_file=p["cluster_model_file"],
         )
         module.exit_json(changed=False, **result)
-    except (predict.PredictError, modelstore.ModelError, history_store.HistoryError, schedules.ScheduleError) as exc:
+    except (
+        predict.PredictError,
+        modelstore.ModelFileError,
+        history_store.HistoryError,
+        schedules.ScheduleError,
+    ) as exc:
         module.fail_json(msg=str(exc))
     except ImportError as exc:
         module.fail_json(msg="a library the prediction needs is missing: %s (install requirements.txt)" % exc)

@@ -19,11 +19,8 @@ from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history 
     open_history,
     parse_time,
 )
-from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import (
-    RateTracker,
-    SampleError,
-    new_sample,
-)
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.rates import RateTracker
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import SampleError, new_sample
 
 A = {"concurrent_reads": 32, "key_cache_size": "100MiB", "compaction": {"class": "LeveledCompactionStrategy"}}
 B = {"concurrent_reads": 64, "key_cache_size": "100MiB", "compaction": {"class": "LeveledCompactionStrategy"}}

@@ -58,20 +58,20 @@ def test_model_file_round_trip_and_metadata(tmp_path):
 )
 def test_model_refused_when_it_does_not_match(tmp_path, asked, field):
     path = _save(tmp_path)
-    with pytest.raises(modelstore.ModelError) as err:
+    with pytest.raises(modelstore.ModelFileError) as err:
         modelstore.load_model(path, **asked)
     assert str(err.value).startswith(field + ":")
 
 
 def test_model_file_errors(tmp_path):
-    with pytest.raises(modelstore.ModelError, match="^model_file: .* does not exist"):
+    with pytest.raises(modelstore.ModelFileError, match="^model_file: .* does not exist"):
         modelstore.load_model(str(tmp_path / "none.json"))
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema": "other"}))
-    with pytest.raises(modelstore.ModelError, match="^schema:"):
+    with pytest.raises(modelstore.ModelFileError, match="^schema:"):
         modelstore.load_model(str(bad))
     meta = modelstore.new_metadata("cassandra", "5.0", HARDWARE, [], [], login_password="x")
-    with pytest.raises(modelstore.ModelError, match="password"):
+    with pytest.raises(modelstore.ModelFileError, match="password"):
         modelstore.save_model(str(tmp_path / "s.json"), "surrogate", {}, meta)
     assert not (tmp_path / "s.json").exists()
 
@@ -204,7 +204,7 @@ def test_fit_resource_and_predict_usage_and_cap(tmp_path):
         predict.predict_resource(path, 1.5, throughput=10)
     with pytest.raises(predict.PredictError, match="^throughput, cap:"):
         predict.predict_resource(path, 0.5)
-    with pytest.raises(modelstore.ModelError, match="^metadata.hardware_profile"):
+    with pytest.raises(modelstore.ModelFileError, match="^metadata.hardware_profile"):
         predict.predict_resource(path, 0.5, throughput=10, hardware_profile="other")
 
 

@@ -6,23 +6,24 @@ import os
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import (
-    OPS,
-    RESOURCES,
-    SAMPLE_SCHEMA,
-    RateTracker,
-    SampleError,
-    TelemetryError,
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TelemetryError
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.rates import RateTracker, window_label
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.resources import (
     cpu_split,
     disk_usage,
     memory_usage,
-    new_sample,
     parse_meminfo,
     parse_proc_stat,
     read_proc_stat,
     sample_resources,
+)
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import (
+    OPS,
+    RESOURCES,
+    SAMPLE_SCHEMA,
+    SampleError,
+    new_sample,
     validate_sample,
-    window_label,
 )
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -260,13 +260,13 @@ def test_same_seed_same_stream():
 def test_validation_errors_name_the_field(overrides, field, mentions):
     with pytest.raises(ValueError) as error:
         ycsb.workload("A", **overrides)
-    assert isinstance(error.value, ycsb.WorkloadError)
+    assert isinstance(error.value, ycsb.WorkloadSpecError)
     assert str(error.value).startswith(field + ":")
     assert mentions in str(error.value)
 
 
 def test_unknown_core_workload_lists_the_letters():
-    with pytest.raises(ycsb.WorkloadError, match=r"^workload: 'G' is not allowed; choose one of A, B, C, D, E, F$"):
+    with pytest.raises(ycsb.WorkloadSpecError, match=r"^workload: 'G' is not allowed; choose one of A, B, C, D, E, F$"):
         ycsb.workload("G")
 
 

@@ -34,6 +34,8 @@ import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ApplyError
+
 try:
     from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -85,7 +87,7 @@ _YAML11_BOOL = re.compile(r"^(y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)
 _WIDTH = 1 << 30
 
 
-class ConfigFileError(Exception):
+class ConfigFileError(ApplyError):
     """A config file could not be read, parsed, edited or written."""
 
 

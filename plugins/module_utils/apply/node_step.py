@@ -17,10 +17,11 @@ from __future__ import annotations
 import time
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ApplyError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import Stopwatch
 
 
-class ReconfigureError(Exception):
+class ReconfigureError(ApplyError):
     """A step failed. result holds what was done so far (steps, timings, rollback) for the report."""
 
     def __init__(self, message, result=None):

@@ -27,7 +27,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra i
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import run_nodetool
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongo
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
-from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import samples as telemetry
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import resources
 
 _FORMATS = {"cassandra": "yaml", "redis": "redis", "mongodb": "yaml"}
 
@@ -40,7 +40,7 @@ def missing_libraries(store):
 def memory_mb():
     """MemTotal of this host in MiB (the default memory budget of a node)."""
     try:
-        return telemetry.read_meminfo().get("MemTotal", 0) // (1024 * 1024) or None
+        return resources.read_meminfo().get("MemTotal", 0) // (1024 * 1024) or None
     except OSError:
         return None
 

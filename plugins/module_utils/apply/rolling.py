@@ -29,13 +29,15 @@ import os
 import re
 import socket
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ApplyError
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None
 
 
-class RollingError(ValueError):
+class RollingError(ApplyError, ValueError):
     """Bad input for the batch rule or the lock, or a lock held by someone else. The message names the field."""
 
 

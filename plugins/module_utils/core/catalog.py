@@ -27,6 +27,8 @@ import math
 import os
 import re
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import CoreError
+
 STORES = ("cassandra", "redis", "mongodb")
 TYPES = ("int", "float", "bool", "enum", "size", "duration", "rate", "string")
 NUMERIC_TYPES = ("int", "float", "size", "duration", "rate")
@@ -104,7 +106,7 @@ _EXAMPLES = {
 }
 
 
-class CatalogError(ValueError):
+class CatalogError(CoreError, ValueError):
     """A bad catalog, an unknown name or bad values. The message names every bad field at once."""
 
     def __init__(self, message, problems=None):

@@ -16,8 +16,10 @@ import socket
 import subprocess
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import CoreError
 
-class ProcessError(Exception):
+
+class ProcessError(CoreError):
     """A server process could not be started or stopped as asked."""
 
 

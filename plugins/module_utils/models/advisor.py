@@ -26,6 +26,8 @@ import os
 import random
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
+
 TACTICS = (
     "none",
     "add_index",
@@ -74,7 +76,7 @@ OBSERVED_SOURCES = ("observed", "outcome", "benchmark")
 STATE_SCHEMA = "tactician.advisor/v1"
 
 
-class AdvisorError(ValueError):
+class AdvisorError(ModelError, ValueError):
     """Bad input to the advisor; the message names the field and what is allowed."""
 
 

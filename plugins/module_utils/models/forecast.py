@@ -32,6 +32,7 @@ import math
 import traceback
 import warnings
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import OPS, READ_OPS, WRITE_OPS
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules, ycsb
 
@@ -66,7 +67,7 @@ MIN_HISTORY = 20
 _CONSTANT_TOLERANCE = 1e-12
 
 
-class ForecastError(ValueError):
+class ForecastError(ModelError, ValueError):
     """Bad input to a forecast. The message starts with the field at fault (and lists allowed values for a choice)."""
 
 

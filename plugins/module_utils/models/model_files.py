@@ -25,6 +25,7 @@ import os
 import platform
 import tempfile
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import SecretError, check_no_secrets
 
 MODEL_SCHEMA = "tactician.model/v1"
@@ -42,7 +43,7 @@ REQUIRED_METADATA = (
 LIBRARIES = ("numpy", "scipy", "sklearn", "statsmodels", "pandas")
 
 
-class ModelError(ValueError):
+class ModelFileError(ModelError, ValueError):
     """A model file is missing, malformed, or does not match what it is asked for. The message names the field."""
 
 
@@ -55,7 +56,7 @@ def data_hash(rows):
     try:
         return hashlib.sha256(_canonical(rows).encode("utf-8")).hexdigest()
     except (TypeError, ValueError) as exc:
-        raise ModelError("training data: not JSON-serialisable (%s)" % exc) from None
+        raise ModelFileError("training data: not JSON-serialisable (%s)" % exc) from None
 
 
 def library_versions(names=LIBRARIES):
@@ -124,19 +125,19 @@ def new_metadata(store, store_version, hardware, features, rows, target=None, me
 def _check_document(doc, path):
     if not isinstance(doc, dict) or doc.get("schema") != MODEL_SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise ModelError("schema: %s is %r, not a model file of schema %s" % (path, found, MODEL_SCHEMA))
+        raise ModelFileError("schema: %s is %r, not a model file of schema %s" % (path, found, MODEL_SCHEMA))
     if doc.get("kind") not in KINDS:
-        raise ModelError("kind: %s has kind %r; allowed: %s" % (path, doc.get("kind"), ", ".join(KINDS)))
+        raise ModelFileError("kind: %s has kind %r; allowed: %s" % (path, doc.get("kind"), ", ".join(KINDS)))
     metadata = doc.get("metadata")
     if not isinstance(metadata, dict):
-        raise ModelError("metadata: %s has no metadata mapping" % path)
+        raise ModelFileError("metadata: %s has no metadata mapping" % path)
     missing = [key for key in REQUIRED_METADATA if key not in metadata]
     if missing:
-        raise ModelError(
+        raise ModelFileError(
             "metadata.%s: missing in %s; a model file needs %s" % (missing[0], path, ", ".join(REQUIRED_METADATA))
         )
     if not isinstance(doc.get("model"), dict):
-        raise ModelError("model: %s has no model mapping" % path)
+        raise ModelFileError("model: %s has no model mapping" % path)
 
 
 def save_model(path, kind, model, metadata):
@@ -146,11 +147,11 @@ def save_model(path, kind, model, metadata):
     try:
         check_no_secrets(metadata, "metadata")
     except SecretError as exc:
-        raise ModelError(str(exc)) from None
+        raise ModelFileError(str(exc)) from None
     try:
         text = json.dumps(doc, sort_keys=True, indent=1, allow_nan=False) + "\n"
     except (TypeError, ValueError) as exc:
-        raise ModelError("model: not JSON-serialisable (%s)" % exc) from None
+        raise ModelFileError("model: not JSON-serialisable (%s)" % exc) from None
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     handle, tmp = tempfile.mkstemp(prefix=".model-", dir=directory)
@@ -172,21 +173,21 @@ def read_model(path):
         with open(path) as handle:
             doc = json.load(handle)
     except FileNotFoundError:
-        raise ModelError("model_file: %s does not exist; train one first (docs/predict.md)" % path) from None
+        raise ModelFileError("model_file: %s does not exist; train one first (docs/predict.md)" % path) from None
     except (OSError, ValueError) as exc:
-        raise ModelError("model_file: cannot read %s: %s" % (path, exc)) from None
+        raise ModelFileError("model_file: cannot read %s: %s" % (path, exc)) from None
     _check_document(doc, path)
     return doc
 
 
 def _mismatch(field, path, found, asked, hint=""):
-    return ModelError(
+    return ModelFileError(
         "%s: %s was trained for %s, but %s was asked%s" % (field, path, json.dumps(found), json.dumps(asked), hint)
     )
 
 
 def check_matches(doc, path, kind=None, store=None, store_version=None, hardware_profile=None, features=None):
-    """Raise ModelError when the model does not match what is asked (None = do not check that field)."""
+    """Raise ModelFileError when the model does not match what is asked (None = do not check that field)."""
     meta = doc["metadata"]
     if kind is not None and doc["kind"] != kind:
         raise _mismatch("kind", path, doc["kind"], kind)
@@ -207,14 +208,14 @@ def check_matches(doc, path, kind=None, store=None, store_version=None, hardware
     if features is not None and list(features) != list(meta["features"]):
         missing = [f for f in features if f not in meta["features"]]
         extra = [f for f in meta["features"] if f not in features]
-        raise ModelError(
+        raise ModelFileError(
             "metadata.features: %s was trained on other features (missing: %s; not asked: %s)"
             % (path, ", ".join(missing) or "none", ", ".join(extra) or "none")
         )
 
 
 def load_model(path, kind=None, store=None, store_version=None, hardware_profile=None, features=None):
-    """(model dict, metadata) of a model file that matches what is asked, else ModelError naming the field."""
+    """(model dict, metadata) of a model file that matches what is asked, else ModelFileError naming the field."""
     doc = read_model(path)
     check_matches(doc, path, kind, store, store_version, hardware_profile, features)
     return doc["model"], doc["metadata"]

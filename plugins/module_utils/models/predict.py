@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 
 DEFAULT_HORIZONS_S = (60.0, 120.0, 300.0, 900.0)
@@ -20,7 +21,7 @@ AUTO_METHODS = ("arima", "markov", "last_value")
 MIN_BACKTEST_HISTORY = 20
 
 
-class PredictError(ValueError):
+class PredictError(ModelError, ValueError):
     """Bad input to a prediction. The message starts with the field at fault."""
 
 

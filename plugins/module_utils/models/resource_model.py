@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 import traceback
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
+
 try:
     import numpy as np
 
@@ -56,7 +58,7 @@ MODEL_FORMAT = "tactician.resource/v1"
 _TIE_GAP = 1e-6
 
 
-class ResourceModelError(ValueError):
+class ResourceModelError(ModelError, ValueError):
     """Bad input or an unusable model. The message starts with the field at fault."""
 
 

@@ -31,6 +31,7 @@ import math
 import random
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import ycsb
 
 WORKLOAD_FEATURES = (
@@ -88,7 +89,7 @@ _SWAP_GAIN = 1e-9
 _MAX_PASSES = 100
 
 
-class SurrogateError(ValueError):
+class SurrogateError(ModelError, ValueError):
     """Bad input to a surrogate, a design or an evaluation. The message starts with the field at fault."""
 
 
@@ -183,7 +184,7 @@ def workload_values(workload):
     if isinstance(workload, str):
         try:
             workload = ycsb.workload(workload)
-        except ycsb.WorkloadError as exc:
+        except ycsb.WorkloadSpecError as exc:
             raise SurrogateError(str(exc)) from None
     if isinstance(workload, ycsb.WorkloadSpec):
         workload = {

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import SecretError, check_no_secrets
 
@@ -24,7 +25,7 @@ DESIGN_SCHEMA = "tactician.design/v1"
 DATASET_SCHEMA = "tactician.dataset_row/v1"
 
 
-class ModelingError(ValueError):
+class ModelingError(ModelError, ValueError):
     """Bad input to a model-building step. The message starts with the field at fault."""
 
 

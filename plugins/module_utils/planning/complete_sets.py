@@ -27,6 +27,7 @@ import math
 import os
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import checks
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 
 try:
     import yaml
@@ -39,7 +40,7 @@ DEFAULT_T_DOWN_VM_S = 90.0
 EXHAUSTIVE_LIMIT = 50_000
 
 
-class HeteroError(ValueError):
+class HeteroError(PlanningError, ValueError):
     """Bad input to the heterogeneous planner; the message names the field and what is allowed."""
 
 

@@ -30,11 +30,12 @@ import time
 from dataclasses import dataclass
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import checks
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 
 DEFAULT_STEP_S = 30.0
 
 
-class PlanError(ValueError):
+class PlanError(PlanningError, ValueError):
     """Bad input to the planner; the message names the field and what is allowed."""
 
 

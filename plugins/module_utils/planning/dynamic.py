@@ -26,6 +26,7 @@ import collections
 import math
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
 
@@ -34,10 +35,6 @@ MAX_PAIR_PHASES = 16
 """Phase pairs are tried as compromise candidates only when the forecast has at most this many phases."""
 SHARES = ("read", "update", "insert", "scan", "rmw")
 MODES = ("dynamic", "static", "heterogeneous", "tactic")
-
-
-class PlanningError(ValueError):
-    """Bad input to make_plan; the message names the field and what is allowed."""
 
 
 def _round(value, quantum):

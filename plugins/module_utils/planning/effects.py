@@ -18,13 +18,14 @@ from __future__ import annotations
 import math
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import checks
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 
 EFFECT_SCHEMA = "tactician.effect/v1"
 STATE_PREFIX = "effect/"
 SAME_MIX_TOLERANCE = 0.1
 
 
-class EffectError(ValueError):
+class EffectError(PlanningError, ValueError):
     """Bad input to the effect record; the message names the field."""
 
 

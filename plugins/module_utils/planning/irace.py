@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import racing
 
 RUNNER = r"""#!{python}
@@ -104,7 +105,7 @@ answer(known, elapsed)
 """
 
 
-class IraceError(ValueError):
+class IraceError(PlanningError, ValueError):
     """irace is missing or failed; the message says what to do."""
 
 

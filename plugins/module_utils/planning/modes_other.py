@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
@@ -29,7 +30,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.planning import tu
 VM_SCALINGS = ("vcpu", "model")
 
 
-class ModeError(ValueError):
+class ModeError(PlanningError, ValueError):
     """Bad input to a plan mode; the message names the field and what is allowed."""
 
 

@@ -32,6 +32,7 @@ import datetime
 import os
 import tempfile
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import SecretError, check_no_secrets
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
@@ -128,7 +129,7 @@ PLAN_SCHEMA = {
 }
 
 
-class PlanFileError(ValueError):
+class PlanFileError(PlanningError, ValueError):
     """A plan file is missing, malformed or holds something it must not; the message names the field."""
 
 

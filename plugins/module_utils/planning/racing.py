@@ -29,6 +29,7 @@ import random
 import time
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import checks
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
 
@@ -40,7 +41,7 @@ ESTIMATE_S = 60.0
 HISTORY_SCHEMA = "tactician.race/v1"
 
 
-class RaceError(ValueError):
+class RaceError(PlanningError, ValueError):
     """Bad input to the racing; the message names the field and what is allowed."""
 
 

@@ -19,6 +19,7 @@ import html
 import os
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import checks
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 
 try:
     import matplotlib
@@ -29,7 +30,7 @@ except ImportError:  # reported by the caller through missing_library()
     plt = None
 
 
-class ReportError(ValueError):
+class ReportError(PlanningError, ValueError):
     """Bad input to a report; the message names the field."""
 
 

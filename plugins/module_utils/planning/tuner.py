@@ -22,6 +22,7 @@ import json
 import math
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
 
 DEFAULT_POPULATION = 50
@@ -33,7 +34,7 @@ SIMPLIFY_TOLERANCE = 0.001
 """simplify keeps a change only when reverting it would lower the predicted score by more than this share."""
 
 
-class TuneError(ValueError):
+class TuneError(PlanningError, ValueError):
     """Bad input to a tuning call; the message names the field and what is allowed."""
 
 

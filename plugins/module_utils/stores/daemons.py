@@ -12,6 +12,7 @@ import os
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply.configfile import config_digest
 from ansible_collections.tactician.nosql.plugins.module_utils.core import process
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import Stopwatch
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import (
     CassandraServerError,
@@ -23,7 +24,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis impor
 STATES = ["started", "stopped", "restarted"]
 
 
-class DaemonError(Exception):
+class DaemonError(StoreError):
     """A daemon could not be brought to the wanted state."""
 
 

@@ -27,6 +27,7 @@ import sqlite3
 import time as _time
 from urllib.parse import quote
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TelemetryError
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import AGGREGATE_NODE, validate_sample
 
 HISTORY_ENV = "TACTICIAN_HISTORY"
@@ -41,7 +42,7 @@ _WEAK_SECRET = ("token", "auth", "pass")
 _NOT_SECRET = ("initial_token",)
 
 
-class HistoryError(ValueError):
+class HistoryError(TelemetryError, ValueError):
     """Bad input for, or a problem with, the history store. The message starts with the field at fault."""
 
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 import os
 import time as _time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TelemetryError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.process import cpu_seconds, read_pid
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import rates as rates_mod
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import resources as resources_mod
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import samples as telemetry
 
 # Counters of each store that are operations, by sample operation name.
@@ -38,7 +41,7 @@ HIT_COUNTERS = {
 PROCESS_CPU = "_process_cpu_s"
 
 
-class ObserveError(Exception):
+class ObserveError(TelemetryError):
     """A node could not be observed; the message starts with the node."""
 
 
@@ -123,11 +126,11 @@ def observe(
     for probe in probes:
         state = history.load_state(_state_key(store, cluster, probe.node)) if history else None
         trackers[probe.node] = (
-            telemetry.RateTracker.from_dict(state) if state else telemetry.RateTracker(windows=windows)
+            rates_mod.RateTracker.from_dict(state) if state else rates_mod.RateTracker(windows=windows)
         )
         if tuple(trackers[probe.node].windows) != tuple(windows):
-            trackers[probe.node] = telemetry.RateTracker(windows=windows)
-    cpu_first = telemetry.read_proc_stat() if machine else None
+            trackers[probe.node] = rates_mod.RateTracker(windows=windows)
+    cpu_first = resources_mod.read_proc_stat() if machine else None
     gauges = {}
     start = clock()
     while True:
@@ -139,9 +142,9 @@ def observe(
             break
         sleep(max(0.0, min(interval, duration - (clock() - start))))
     end = clock()
-    cpu_last = telemetry.read_proc_stat() if machine else None
-    machine_cpu = telemetry.cpu_split(cpu_first["cpu"], cpu_last["cpu"]) if machine else {}
-    memory = telemetry.memory_usage(telemetry.read_meminfo()) if machine else {}
+    cpu_last = resources_mod.read_proc_stat() if machine else None
+    machine_cpu = resources_mod.cpu_split(cpu_first["cpu"], cpu_last["cpu"]) if machine else {}
+    memory = resources_mod.memory_usage(resources_mod.read_meminfo()) if machine else {}
     samples = []
     for probe in probes:
         tracker = trackers[probe.node]
@@ -149,7 +152,7 @@ def observe(
         rates = main["rates"]
         if main["reason"]:
             raise ObserveError("%s: no rate over %ss: %s" % (probe.node, duration, main["reason"]))
-        disk = telemetry.disk_usage(probe.data_dir) if probe.data_dir and os.path.exists(probe.data_dir) else None
+        disk = resources_mod.disk_usage(probe.data_dir) if probe.data_dir and os.path.exists(probe.data_dir) else None
         extra = {
             "counted_in_aggregate": probe.counted,
             "windows": {
@@ -174,7 +177,7 @@ def observe(
                 hit_ratio=_hits(store, rates),
                 data_bytes=gauges[probe.node].get("data_bytes"),
                 latency_ms=_latency(gauges[probe.node]),
-                resources=telemetry.sample_resources(machine_cpu, memory, disk),
+                resources=resources_mod.sample_resources(machine_cpu, memory, disk),
                 extra=extra,
             )
         )

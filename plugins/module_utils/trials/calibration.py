@@ -20,6 +20,7 @@ import os
 import threading
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TrialError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.process import read_pid
 from ansible_collections.tactician.nosql.plugins.module_utils.models import resource_model
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
@@ -28,7 +29,7 @@ DEFAULT_LEVELS = (5.0, 20.0, 40.0, 60.0, 80.0)
 NEVER_ENDING = 10**9
 
 
-class CalibrationError(Exception):
+class CalibrationError(TrialError):
     """A calibration run could not measure what it needs."""
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import math
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TrialError
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver, schedules, ycsb
 
 STORES = tuple(loaddriver.STORES)
 
 
-class LoadError(Exception):
+class LoadError(TrialError):
     """Bad parameters or a failed run; the message names the field or the host."""
 
 
@@ -74,7 +75,7 @@ def plan(params):
         raise LoadError("target: must be >= 0 ops/s (0 = unthrottled), got %r" % params.get("target"))
     try:
         spec = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
-    except ycsb.WorkloadError as exc:
+    except ycsb.WorkloadSpecError as exc:
         raise LoadError(str(exc)) from exc
     phases = list(params.get("phases") or ["run"])
     unknown = [p for p in phases if p not in loaddriver.PHASES]

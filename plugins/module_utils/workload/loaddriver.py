@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import WorkloadError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.process import cpu_seconds
 
 STORES = {
@@ -30,7 +31,7 @@ PERCENTILES = (50, 95, 99, 99.9)
 _SECRET_PROPERTIES = ("cassandra.password", "redis.password", "mongodb.password")
 
 
-class LoadDriverError(Exception):
+class LoadDriverError(WorkloadError):
     """The load driver could not run as asked."""
 
 

@@ -24,6 +24,7 @@ import os
 import random
 from typing import NamedTuple
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import WorkloadError
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import ycsb
 
 try:
@@ -38,7 +39,7 @@ DEFAULT_STEP_S = 30.0
 MIX_TOLERANCE = ycsb.PROPORTION_TOLERANCE
 
 
-class ScheduleError(ValueError):
+class ScheduleError(WorkloadError, ValueError):
     """A schedule or a generator argument is invalid. The message starts with the field's path."""
 
 

@@ -24,6 +24,8 @@ import random
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import WorkloadError
+
 OPERATIONS = ("read", "update", "insert", "scan", "readmodifywrite", "delete")
 """Client operations, in the order YCSB's operation chooser walks them (delete last)."""
 
@@ -51,7 +53,7 @@ _MASK_64 = (1 << 64) - 1
 _SIGN_64 = 1 << 63
 
 
-class WorkloadError(ValueError):
+class WorkloadSpecError(WorkloadError, ValueError):
     """A workload property is invalid. The message starts with the property name."""
 
 
@@ -103,14 +105,14 @@ class WorkloadSpec:
         self.validate()
 
     def validate(self):
-        """Raise WorkloadError (message starting with the property name) when a value is out of range."""
+        """Raise WorkloadSpecError (message starting with the property name) when a value is out of range."""
         for name in _PROPORTION_FIELDS:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
-                raise WorkloadError("%s: %r is out of range; choose a proportion in [0, 1]" % (name, value))
+                raise WorkloadSpecError("%s: %r is out of range; choose a proportion in [0, 1]" % (name, value))
         total = math.fsum(getattr(self, name) for name in _PROPORTION_FIELDS)
         if abs(total - 1.0) > PROPORTION_TOLERANCE:
-            raise WorkloadError(
+            raise WorkloadSpecError(
                 "proportions: %s sum to %r; they must sum to 1" % (", ".join(_PROPORTION_FIELDS), round(total, 12))
             )
         _check_choice("requestdistribution", self.requestdistribution, REQUEST_DISTRIBUTIONS)
@@ -120,25 +122,25 @@ class WorkloadSpec:
         for name in ("fieldcount", "fieldlength", "minscanlength", "zeropadding", "threadcount"):
             _check_minimum(name, getattr(self, name), 1)
         if self.maxscanlength < self.minscanlength:
-            raise WorkloadError(
+            raise WorkloadSpecError(
                 "maxscanlength: %d is below minscanlength %d; choose a value >= %d"
                 % (self.maxscanlength, self.minscanlength, self.minscanlength)
             )
         for name in ("hotspotdatafraction", "hotspotopnfraction"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
-                raise WorkloadError("%s: %r is out of range; choose a fraction in [0, 1]" % (name, value))
+                raise WorkloadSpecError("%s: %r is out of range; choose a fraction in [0, 1]" % (name, value))
         if not (0.0 < self.zipfianconstant < 1.0):
-            raise WorkloadError(
+            raise WorkloadSpecError(
                 "zipfianconstant: %r is out of range; choose a value in (0, 1), YCSB's default is %s"
                 % (self.zipfianconstant, ZIPFIAN_CONSTANT)
             )
         if self.target < 0:
-            raise WorkloadError("target: %r is negative; choose ops/s >= 0 (0 = unthrottled)" % (self.target,))
+            raise WorkloadSpecError("target: %r is negative; choose ops/s >= 0 (0 = unthrottled)" % (self.target,))
         if not self.table:
-            raise WorkloadError("table: must not be empty; choose a table name such as usertable")
+            raise WorkloadSpecError("table: must not be empty; choose a table name such as usertable")
         if self.recordcount == 0 and self.insertproportion < 1.0:
-            raise WorkloadError(
+            raise WorkloadSpecError(
                 "recordcount: 0 leaves nothing to read, update, scan or delete; choose recordcount >= 1 "
                 "or insertproportion 1"
             )
@@ -219,28 +221,28 @@ CORE_WORKLOADS = {
 
 def _check_choice(name, value, allowed):
     if value not in allowed:
-        raise WorkloadError("%s: %r is not allowed; choose one of %s" % (name, value, ", ".join(allowed)))
+        raise WorkloadSpecError("%s: %r is not allowed; choose one of %s" % (name, value, ", ".join(allowed)))
 
 
 def _check_minimum(name, value, minimum):
     if value < minimum:
-        raise WorkloadError("%s: %r is below the minimum; choose a value >= %d" % (name, value, minimum))
+        raise WorkloadSpecError("%s: %r is below the minimum; choose a value >= %d" % (name, value, minimum))
 
 
 def _check_type(name, kind, value):
-    """Coerce value to kind (accepting the strings of a YCSB property file) or raise WorkloadError."""
+    """Coerce value to kind (accepting the strings of a YCSB property file) or raise WorkloadSpecError."""
     if kind is bool:
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.strip().lower() in ("true", "false"):
             return value.strip().lower() == "true"
-        raise WorkloadError("%s: %r is not a boolean; choose one of true, false" % (name, value))
+        raise WorkloadSpecError("%s: %r is not a boolean; choose one of true, false" % (name, value))
     if kind is str:
         if isinstance(value, str):
             return value.strip()
-        raise WorkloadError("%s: %r is not a string" % (name, value))
+        raise WorkloadSpecError("%s: %r is not a string" % (name, value))
     if isinstance(value, bool):
-        raise WorkloadError("%s: %r is not a number" % (name, value))
+        raise WorkloadSpecError("%s: %r is not a number" % (name, value))
     if kind is int:
         if isinstance(value, int):
             return value
@@ -251,18 +253,18 @@ def _check_type(name, kind, value):
                 return int(value.strip())
             except ValueError:
                 pass
-        raise WorkloadError("%s: %r is not an integer" % (name, value))
+        raise WorkloadSpecError("%s: %r is not an integer" % (name, value))
     if isinstance(value, int | float):
         result = float(value)
     elif isinstance(value, str):
         try:
             result = float(value.strip())
         except ValueError:
-            raise WorkloadError("%s: %r is not a number" % (name, value)) from None
+            raise WorkloadSpecError("%s: %r is not a number" % (name, value)) from None
     else:
-        raise WorkloadError("%s: %r is not a number" % (name, value))
+        raise WorkloadSpecError("%s: %r is not a number" % (name, value))
     if not math.isfinite(result):
-        raise WorkloadError("%s: %r is not a finite number" % (name, value))
+        raise WorkloadSpecError("%s: %r is not a finite number" % (name, value))
     return result
 
 
@@ -276,14 +278,14 @@ def _normalize_properties(props):
         name = _ALIASES.get(name, name)
         if name == "insertorder":
             if not isinstance(value, str) or value.strip() not in INSERT_ORDERS:
-                raise WorkloadError(
+                raise WorkloadSpecError(
                     "insertorder: %r is not allowed; choose one of %s" % (value, ", ".join(INSERT_ORDERS))
                 )
             result["orderedinserts"] = value.strip() == "ordered"
             continue
         if name not in _KINDS:
             allowed = sorted(set(_KINDS) | set(_ALIASES) | {"insertorder"})
-            raise WorkloadError("%s: unknown property; choose one of %s" % (name, ", ".join(allowed)))
+            raise WorkloadSpecError("%s: unknown property; choose one of %s" % (name, ", ".join(allowed)))
         result[name] = _check_type(name, _KINDS[name], value)
     return result
 
@@ -303,12 +305,12 @@ def workload(name="A", **overrides):
         name = props.pop("coreworkload", None)
     if name is not None:
         if not isinstance(name, str):
-            raise WorkloadError("workload: %r is not allowed; choose one of %s" % (name, ", ".join(CORE_WORKLOADS)))
+            raise WorkloadSpecError("workload: %r is not allowed; choose one of %s" % (name, ", ".join(CORE_WORKLOADS)))
         letter = name.strip().upper()
         if letter.startswith("WORKLOAD"):
             letter = letter[len("WORKLOAD") :]
         if letter not in CORE_WORKLOADS:
-            raise WorkloadError("workload: %r is not allowed; choose one of %s" % (name, ", ".join(CORE_WORKLOADS)))
+            raise WorkloadSpecError("workload: %r is not allowed; choose one of %s" % (name, ", ".join(CORE_WORKLOADS)))
         base = dict(CORE_WORKLOADS[letter])
     base.update(_normalize_properties(props))
     base.update(_normalize_properties(overrides))
@@ -336,7 +338,7 @@ def server_operations(mix):
         mix = op_mix(mix)
     unknown = sorted(set(mix) - set(OPERATIONS))
     if unknown:
-        raise WorkloadError("mix: %r is not allowed; choose one of %s" % (unknown[0], ", ".join(OPERATIONS)))
+        raise WorkloadSpecError("mix: %r is not allowed; choose one of %s" % (unknown[0], ", ".join(OPERATIONS)))
     reads = math.fsum(mix.get(op, 0.0) for op in (*READ_OPERATIONS, "readmodifywrite"))
     writes = math.fsum(mix.get(op, 0.0) for op in (*WRITE_OPERATIONS, "readmodifywrite"))
     return reads, writes
@@ -352,7 +354,7 @@ def read_ratio(spec):
     reads, writes = server_operations(spec)
     total = reads + writes
     if total <= 0:
-        raise WorkloadError("mix: has no operations; give at least one op a proportion > 0")
+        raise WorkloadSpecError("mix: has no operations; give at least one op a proportion > 0")
     return reads / total
 
 
@@ -425,7 +427,7 @@ class Zipfian:
 
     def __init__(self, items, theta=ZIPFIAN_CONSTANT, zetan=None):
         if items < 1:
-            raise WorkloadError("items: %r is below the minimum; choose a value >= 1" % (items,))
+            raise WorkloadSpecError("items: %r is below the minimum; choose a value >= 1" % (items,))
         self.theta = float(theta)
         self.alpha = 1.0 / (1.0 - self.theta)
         self.zeta2theta = zeta(2, self.theta)
@@ -452,7 +454,7 @@ class Zipfian:
         """A rank in [0, items) (items defaults to the current count; a new count resizes the generator)."""
         if items is not None and items != self.items:
             if items < 1:
-                raise WorkloadError("items: %r is below the minimum; choose a value >= 1" % (items,))
+                raise WorkloadSpecError("items: %r is below the minimum; choose a value >= 1" % (items,))
             self._resize(int(items))
         u = rng.random()
         uz = u * self.zetan
@@ -489,7 +491,7 @@ class InsertCounter:
 
     def acknowledge(self, keynum):
         if keynum <= self.last or keynum >= self._next:
-            raise WorkloadError("keynum: %r was not handed out by this counter or is already acknowledged" % keynum)
+            raise WorkloadSpecError("keynum: %r was not handed out by this counter or is already acknowledged" % keynum)
         self._pending.add(keynum)
         while self.last + 1 in self._pending:
             self._pending.remove(self.last + 1)
@@ -559,7 +561,7 @@ class ScrambledZipfianKeys:
 
     def next(self, rng):
         if self.counter.last < 0:
-            raise WorkloadError("recordcount: no record is stored yet; load records or insert first")
+            raise WorkloadSpecError("recordcount: no record is stored yet; load records or insert first")
         while True:
             keynum = self.rank_to_keynum(self.zipfian.next(rng))
             if keynum <= self.counter.last:
@@ -581,7 +583,7 @@ class LatestKeys:
     def next(self, rng):
         count = self.counter.count
         if count < 1:
-            raise WorkloadError("recordcount: no record is stored yet; load records or insert first")
+            raise WorkloadSpecError("recordcount: no record is stored yet; load records or insert first")
         return self.counter.last - self.zipfian.next(rng, count)
 
 
@@ -642,9 +644,9 @@ class CoreWorkload:
 
     def __init__(self, spec, rng, *, auto_acknowledge=True, with_values=True):
         if not isinstance(spec, WorkloadSpec):
-            raise WorkloadError("spec: %r is not a WorkloadSpec; build one with workload()" % (spec,))
+            raise WorkloadSpecError("spec: %r is not a WorkloadSpec; build one with workload()" % (spec,))
         if not isinstance(rng, random.Random):
-            raise WorkloadError("rng: %r is not a random.Random; pass random.Random(seed)" % (rng,))
+            raise WorkloadSpecError("rng: %r is not a random.Random; pass random.Random(seed)" % (rng,))
         spec.validate()
         self.rng = rng
         self.auto_acknowledge = auto_acknowledge

@@ -11,6 +11,8 @@ import re
 import ssl
 import traceback
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
+
 try:
     from cassandra import ConsistencyLevel
     from cassandra.auth import PlainTextAuthProvider
@@ -24,7 +26,7 @@ except ImportError:
     DRIVER_IMPORT_ERROR = traceback.format_exc()
 
 
-class CassandraError(Exception):
+class CassandraError(StoreError):
     """A CQL connection or statement failed."""
 
 

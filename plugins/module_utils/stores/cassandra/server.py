@@ -16,6 +16,8 @@ import re
 import subprocess
 import tempfile
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
+
 _SERVER_EXPORTS = (
     "java.base/jdk.internal.misc",
     "java.management.rmi/com.sun.jmx.remote.internal.rmi",
@@ -89,7 +91,7 @@ DAEMON_CLASS = "org.apache.cassandra.service.CassandraDaemon"
 NODETOOL_CLASS = "org.apache.cassandra.tools.NodeTool"
 
 
-class CassandraServerError(Exception):
+class CassandraServerError(StoreError):
     """A server or nodetool invocation failed."""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import traceback
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
+
 try:
     from pymongo import MongoClient
     from pymongo.errors import PyMongoError
@@ -28,7 +30,7 @@ except ImportError:
 AUTH_MECHANISMS = ["SCRAM-SHA-256", "SCRAM-SHA-1"]
 
 
-class MongoAdminError(Exception):
+class MongoAdminError(StoreError):
     """A MongoDB server could not be reached or refused a command."""
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
 
 INDEX_DIRECTIONS = (1, -1, "hashed", "text", "2dsphere")
@@ -30,7 +31,7 @@ _DATABASE_FORBIDDEN = '/\\. "$\0'
 _SYSTEM_DATABASES = ("admin", "local", "config")
 
 
-class SchemaError(Exception):
+class SchemaError(StoreError):
     """Bad input, or a change MongoDB cannot make as asked. executed: the commands that ran before it."""
 
     def __init__(self, message, executed=None):

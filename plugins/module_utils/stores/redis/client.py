@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 import traceback
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import poll_health
 from ansible_collections.tactician.nosql.plugins.module_utils.core.process import ProcessError, wait_until
 
@@ -36,7 +37,7 @@ except ImportError:
 CLUSTER_SLOTS = 16384
 
 
-class RedisAdminError(Exception):
+class RedisAdminError(StoreError):
     """A Redis node could not be reached or refused a command."""
 
 

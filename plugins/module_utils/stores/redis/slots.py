@@ -19,6 +19,7 @@ import copy
 import socket
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import Stopwatch
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as adapter
 
@@ -31,7 +32,7 @@ MIGRATE_TIMEOUT_MS = 5000
 _FAILED_FLAGS = ("fail", "fail?", "noaddr")
 
 
-class TacticError(Exception):
+class TacticError(StoreError):
     """The tactic was refused (bad input, unsafe change) or failed; details go into the module's result."""
 
     def __init__(self, msg, **details):

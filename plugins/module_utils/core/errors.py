@@ -1,0 +1,63 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""The one error root of the engine, and one subclass per layer.
+
+Every error the engine raises on purpose is a TacticianError whose message names the field, the host or the
+file at fault and what is allowed, so a module's main() ends in one ``except TacticianError`` and reports the
+message as it is. A layer's own errors subclass that layer's class here (CatalogError is a CoreError,
+CassandraError a StoreError, ...). Errors that refuse bad input also subclass ValueError, as they always did.
+
+An engine function that catches a lower layer's error lets it pass unless it has something to add (the field
+of its own input that led there): then it raises its own error ``from`` the lower one.
+"""
+
+from __future__ import annotations
+
+
+class TacticianError(Exception):
+    """Root of every error the collection's engine raises on purpose."""
+
+
+class CoreError(TacticianError):
+    """core/: the parameter catalog, input checks, schemas, processes, files."""
+
+
+class StoreError(TacticianError):
+    """stores/: a store could not be reached, read or changed (connection, auth, TLS, a command refused)."""
+
+
+class WorkloadError(TacticianError):
+    """workload/: a workload specification, a schedule or the load driver."""
+
+
+class TelemetryError(TacticianError):
+    """telemetry/: a workload sample, an observation, the history store."""
+
+
+class ModelError(TacticianError):
+    """models/: forecasts, the resource model, the surrogate, model files, training, the advisor."""
+
+
+class PlanningError(TacticianError):
+    """planning/: a plan (any mode), tuning, racing, the plan file, effects, reports."""
+
+
+class ApplyError(TacticianError):
+    """apply/: the batch rule, the rolling lock, a node's reconfiguration step, config files."""
+
+
+class TrialError(TacticianError):
+    """trials/: a load run or a calibration run on live servers."""
+
+
+LAYERS = {
+    "core": CoreError,
+    "stores": StoreError,
+    "workload": WorkloadError,
+    "telemetry": TelemetryError,
+    "models": ModelError,
+    "planning": PlanningError,
+    "apply": ApplyError,
+    "trials": TrialError,
+}
+"""The error class of each package of module_utils (the tests check every error class subclasses its own)."""
