@@ -55,7 +55,7 @@ import numpy as np
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
-from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast, surrogate_design
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
@@ -253,7 +253,9 @@ def load_surrogate(path, nodes, choice="both"):
     model = sg.Surrogate.from_dict(data, catalog=catalog)
     hardware = metadata["hardware_profile"]
     f_ops = tuner.Throughput(model, hardware=hardware, nodes=nodes)
-    feasible = sg.feasible_by_catalog(catalog, memory_mb=hardware["ram_gb"] * 1024.0, heap_mb=hardware.get("heap_mb"))
+    feasible = surrogate_design.feasible_by_catalog(
+        catalog, memory_mb=hardware["ram_gb"] * 1024.0, heap_mb=hardware.get("heap_mb")
+    )
     r2 = (metadata.get("metrics") or {}).get("r2")
     note = "model: %s%s surrogate %s (%d training rows, held-out R^2 %s) and the synthetic function" % (
         fallback,

@@ -28,7 +28,11 @@ use_collection()
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
-from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate
+from ansible_collections.tactician.nosql.plugins.module_utils.models import (
+    surrogate,
+    surrogate_features,
+    surrogate_validation,
+)
 from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
 
 
@@ -80,11 +84,15 @@ def main():
     parameters = sorted({name for r in rows for name in r["config"]})
     if args.parameters:
         parameters = [name for name in args.parameters.split(",") if name]
-    space = surrogate.FeatureSpace(catalog.Catalog.for_store("cassandra", "5.0"), parameters, defaults=defaults)
+    space = surrogate_features.FeatureSpace(
+        catalog.Catalog.for_store("cassandra", "5.0"), parameters, defaults=defaults
+    )
     ours_true, ours_pred, base_pred, per_split = [], [], [], []
     per_workload = {}
     for seed in range(args.splits):
-        train, test = surrogate.split(rows, test_share=args.test_share, seed=seed, group=surrogate.config_group)
+        train, test = surrogate_validation.split(
+            rows, test_share=args.test_share, seed=seed, group=surrogate_validation.config_group
+        )
         model = surrogate.Surrogate(
             space, n_estimators=args.trees, max_depth=args.depth, seed=seed, log_target=args.log_target
         ).fit(train)
@@ -94,16 +102,16 @@ def main():
             means.setdefault(workload_name(r), []).append(r["ops_per_s"])
         baseline = [statistics.mean(means.get(workload_name(r), [0.0])) for r in test]
         truth = [r["ops_per_s"] for r in test]
-        ours = surrogate.metrics(truth, predicted)
-        base = surrogate.metrics(truth, baseline)
+        ours = surrogate_validation.metrics(truth, predicted)
+        base = surrogate_validation.metrics(truth, baseline)
         per_split.append((ours, base))
         ours_true += truth
         ours_pred += list(predicted)
         base_pred += baseline
         for r, p, b in zip(test, predicted, baseline, strict=True):
             per_workload.setdefault(workload_name(r), []).append((r["ops_per_s"], p, b))
-    pooled = surrogate.metrics(ours_true, ours_pred)
-    pooled_base = surrogate.metrics(ours_true, base_pred)
+    pooled = surrogate_validation.metrics(ours_true, ours_pred)
+    pooled_base = surrogate_validation.metrics(ours_true, base_pred)
     lines = [
         "| model | R^2 (pooled held-out) | RMSE ops/s | MAE ops/s | R^2 per split (mean, min) |",
         "|---|---|---|---|---|",
@@ -133,8 +141,8 @@ def main():
     csv_rows = []
     for name, items in sorted(per_workload.items()):
         truth = [t for t, _p, _b in items]
-        ours = surrogate.metrics(truth, [p for _t, p, _b in items])
-        base = surrogate.metrics(truth, [b for _t, _p, b in items])
+        ours = surrogate_validation.metrics(truth, [p for _t, p, _b in items])
+        base = surrogate_validation.metrics(truth, [b for _t, _p, b in items])
         mean = statistics.mean(truth)
         lines.append(
             "| %s | %d | %.0f | %.0f-%.0f | %.3f | %.0f / %.0f | %.1f %% |"
@@ -165,7 +173,7 @@ def main():
         % (
             args.dataset,
             len(rows),
-            len({surrogate.config_group(r) for r in rows}),
+            len({surrogate_validation.config_group(r) for r in rows}),
             len(parameters),
             args.splits,
             100 * args.test_share,

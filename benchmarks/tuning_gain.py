@@ -47,6 +47,7 @@ from ansible_run import run_playbook
 
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
+from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_design, surrogate_validation
 from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import (
     racing,
@@ -96,7 +97,7 @@ def shipped_config(workload, default, model_file, space=None):
     data, metadata = modelstore.load_model(model_file, kind="surrogate", store="cassandra")
     model = sg.Surrogate.from_dict(data)
     hardware = metadata["hardware_profile"]
-    feasible = sg.feasible_by_catalog(
+    feasible = surrogate_design.feasible_by_catalog(
         model.space.catalog, memory_mb=hardware["ram_gb"] * 1024, heap_mb=hardware.get("heap_mb")
     )
     return ga_config(model, workload, default, hardware=hardware, feasible=feasible, space=space)
@@ -105,7 +106,7 @@ def shipped_config(workload, default, model_file, space=None):
 def budget_design(race, runs):
     """The surrogate's own design for the race's budget: as many configurations as the race ran evaluations, a
     Latin hypercube over the raced parameters with the default as its first point, one run each."""
-    found = sg.design(race.space, runs, method="lhs", seed=race.seed, feasible=race.feasible)
+    found = surrogate_design.design(race.space, runs, method="lhs", seed=race.seed, feasible=race.feasible)
     # The design's points are distinct already; the race's fixed parameters (none in the live space) keep their value.
     return {"d%02d" % index: dict(config, **race.fixed) for index, config in enumerate(found["points"])}
 
@@ -115,7 +116,7 @@ def budget_surrogate(race, rows):
     measured = [r for r in rows if r.get("ops_per_s") is not None]
     if len(measured) < 4:
         raise SystemExit("design: %d measured runs; a surrogate needs at least 4" % len(measured))
-    r2 = sg.cross_validate(measured, k=len(measured), space=race.space)["pooled"]["r2"]
+    r2 = surrogate_validation.cross_validate(measured, k=len(measured), space=race.space)["pooled"]["r2"]
     return sg.Surrogate(race.space, seed=0).fit(measured), r2
 
 

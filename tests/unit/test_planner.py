@@ -14,11 +14,9 @@ import pytest
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
-from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate import (
-    FeatureSpace,
-    Surrogate,
-    feasible_by_catalog,
-)
+from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate import Surrogate
+from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate_design import feasible_by_catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate_features import FeatureSpace
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import dynamic as planning
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
-from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate import FeatureSpace
+from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate_features import FeatureSpace
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import racing
 
 PARAMETERS = ["concurrent_writes", "concurrent_reads", "memtable_heap_space", "trickle_fsync"]

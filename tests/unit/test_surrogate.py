@@ -15,10 +15,14 @@ import pytest
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sur
-from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate import (
-    ClusterModel,
+from ansible_collections.tactician.nosql.plugins.module_utils.models import (
+    surrogate_design,
+    surrogate_features,
+    surrogate_validation,
+)
+from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate import ClusterModel, Surrogate
+from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate_features import (
     FeatureSpace,
-    Surrogate,
     SurrogateError,
 )
 
@@ -47,8 +51,8 @@ def space(cassandra):
 # ------------------------------------------------------------------------------------------------ encoding
 def test_feature_names_and_one_hot(space):
     names = space.feature_names()
-    assert names[: len(sur.WORKLOAD_FEATURES)] == list(sur.WORKLOAD_FEATURES)
-    assert names[-len(sur.HARDWARE_FEATURES) :] == list(sur.HARDWARE_FEATURES)
+    assert names[: len(surrogate_features.WORKLOAD_FEATURES)] == list(surrogate_features.WORKLOAD_FEATURES)
+    assert names[-len(surrogate_features.HARDWARE_FEATURES) :] == list(surrogate_features.HARDWARE_FEATURES)
     assert "memtable_allocation_type=heap_buffers" in names
     assert "memtable_allocation_type=offheap_objects" in names
     assert "memtable_allocation_type=offheap_buffers" not in names  # restricted by the range
@@ -71,16 +75,18 @@ def test_feature_names_and_one_hot(space):
 
 
 def test_workload_features():
-    values = sur.workload_values({"mix": {"read": 0.5, "readmodifywrite": 0.5}, "requestdistribution": "zipfian"})
+    values = surrogate_features.workload_values(
+        {"mix": {"read": 0.5, "readmodifywrite": 0.5}, "requestdistribution": "zipfian"}
+    )
     assert values["read"] == 0.5 and values["rmw"] == 0.5
     assert values["read_ratio"] == pytest.approx(2 / 3)  # server side: an rmw is one read and one write
     assert values["dist_zipfian"] == 1.0 and values["dist_uniform"] == 0.0
     assert values["records"] == 1000 and values["record_bytes"] == 1000 and values["threads"] == 1
-    letter = sur.workload_values("B")
+    letter = surrogate_features.workload_values("B")
     assert letter["read"] == pytest.approx(0.95) and letter["update"] == pytest.approx(0.05)
-    defaults = sur.workload_values({})
+    defaults = surrogate_features.workload_values({})
     assert defaults["dist_uniform"] == 1.0 and defaults["read"] == pytest.approx(0.95)
-    scaled = sur.workload_values({"mix": {"read": 3, "update": 1}})
+    scaled = surrogate_features.workload_values({"mix": {"read": 3, "update": 1}})
     assert scaled["read"] == pytest.approx(0.75)
 
 
@@ -191,7 +197,7 @@ def test_errors_name_the_field(cassandra, space):
     with pytest.raises(SurrogateError, match=r"^parameters: save is free text"):
         FeatureSpace(Catalog.for_store("redis"), ["save"])
     with pytest.raises(SurrogateError, match=r"^method: 'grid' is not allowed; allowed: d_optimal, lhs"):
-        sur.design(space, 4, method="grid")
+        surrogate_design.design(space, 4, method="grid")
 
 
 def test_space_round_trip(space):
@@ -208,7 +214,7 @@ def test_space_round_trip(space):
 # ------------------------------------------------------------------------------------------------ designs
 def test_lhs_covers_each_dimension_evenly(space):
     n = 8
-    result = sur.design(space, n, method="lhs", seed=3, include_default=False)
+    result = surrogate_design.design(space, n, method="lhs", seed=3, include_default=False)
     points = result["points"]
     assert len(points) == n and result["infeasible"] == 0 and result["method"] == "lhs"
     for name in ("concurrent_writes", "memtable_heap_space", "memtable_cleanup_threshold"):
@@ -220,7 +226,7 @@ def test_lhs_covers_each_dimension_evenly(space):
     assert sorted(point["trickle_fsync"] for point in points).count(True) == n // 2
     choices = [point["memtable_allocation_type"] for point in points]
     assert choices.count("heap_buffers") == choices.count("offheap_objects") == n // 2
-    again = sur.design(space, n, method="lhs", seed=3, include_default=False)
+    again = surrogate_design.design(space, n, method="lhs", seed=3, include_default=False)
     assert again["points"] == points
 
 
@@ -232,25 +238,27 @@ def _numeric_space(cassandra):
 
 def test_d_optimal_beats_random_selection(cassandra):
     space = _numeric_space(cassandra)
-    pool = sur.design(space, 150, method="lhs", seed=1, include_default=False)["points"]
+    pool = surrogate_design.design(space, 150, method="lhs", seed=1, include_default=False)["points"]
     n = 14  # 11 model terms: intercept, 4 linear, 6 pairwise
-    result = sur.design(space, n, candidates=pool, seed=1, include_default=False)
+    result = surrogate_design.design(space, n, candidates=pool, seed=1, include_default=False)
     assert result["model_terms"] == 11 and result["ridge"] == 0.0 and len(result["points"]) == n
     assert len({json.dumps(p, sort_keys=True) for p in result["points"]}) == n
     assert all(point in pool for point in result["points"])
-    best, ridge = sur.log_det(space, result["points"])
+    best, ridge = surrogate_design.log_det(space, result["points"])
     assert ridge == 0.0 and best == pytest.approx(result["criterion"])
     rng = random.Random(0)
-    random_values = [sur.log_det(space, rng.sample(pool, n))[0] for _i in range(30)]
+    random_values = [surrogate_design.log_det(space, rng.sample(pool, n))[0] for _i in range(30)]
     assert best > max(random_values)
-    assert sur.design(space, n, candidates=pool, seed=1, include_default=False)["points"] == result["points"]
+    assert (
+        surrogate_design.design(space, n, candidates=pool, seed=1, include_default=False)["points"] == result["points"]
+    )
 
 
 def test_d_optimal_with_fewer_points_than_terms_uses_a_ridge(space):
-    result = sur.design(space, 6, seed=2, hardware=HW)
-    assert result["ridge"] == sur.RIDGE and result["model_terms"] > 6
+    result = surrogate_design.design(space, 6, seed=2, hardware=HW)
+    assert result["ridge"] == surrogate_design.RIDGE and result["model_terms"] > 6
     assert any("ridge" in note for note in result["notes"])
-    assert result["candidates"] == sur.CANDIDATES_PER_POINT * 6
+    assert result["candidates"] == surrogate_design.CANDIDATES_PER_POINT * 6
     assert len(result["points"]) == 6
 
 
@@ -261,33 +269,39 @@ def test_design_respects_feasible_and_default(space):
         return True, ""
 
     for method in ("d_optimal", "lhs"):
-        result = sur.design(space, 10, method=method, feasible=budget, hardware=HW, seed=4)
+        result = surrogate_design.design(space, 10, method=method, feasible=budget, hardware=HW, seed=4)
         assert result["infeasible"] > 0
         assert result["infeasible_reasons"]["budget"]["count"] == result["infeasible"]
         assert all(budget(point)[0] for point in result["points"])
         assert result["points"][0] == space.default_config(HW)
         assert result["default_included"]
-    assert len(sur.design(space, 10, feasible=budget, hardware=HW)["points"]) == 10
-    without = sur.design(space, 10, include_default=False, hardware=HW)
+    assert len(surrogate_design.design(space, 10, feasible=budget, hardware=HW)["points"]) == 10
+    without = surrogate_design.design(space, 10, include_default=False, hardware=HW)
     assert without["points"][0] != space.default_config(HW) and not without["default_included"]
-    strict = sur.design(space, 5, feasible=lambda config: config["concurrent_writes"] > 40, hardware=HW)
+    strict = surrogate_design.design(space, 5, feasible=lambda config: config["concurrent_writes"] > 40, hardware=HW)
     assert not strict["default_included"] and "default configuration is infeasible" in strict["notes"][0]
     assert all(point["concurrent_writes"] > 40 for point in strict["points"])
 
 
 def test_feasible_by_catalog_memory_budget(cassandra):
     space = FeatureSpace(cassandra, ["memtable_heap_space", "key_cache_size", "file_cache_size"])
-    feasible = sur.feasible_by_catalog(cassandra, memory_mb=4096, heap_mb=2048)
+    feasible = surrogate_design.feasible_by_catalog(cassandra, memory_mb=4096, heap_mb=2048)
     ok, reason = feasible({"memtable_heap_space": 3072})
     assert not ok and reason.startswith("heap budget")
-    result = sur.design(space, 8, feasible=feasible)  # defaults from the rule's heap_mb when no hardware is given
+    result = surrogate_design.design(
+        space, 8, feasible=feasible
+    )  # defaults from the rule's heap_mb when no hardware is given
     assert result["points"][0] == {"memtable_heap_space": 512, "key_cache_size": 100, "file_cache_size": 512}
     assert result["infeasible"] > 0 and "heap budget" in result["infeasible_reasons"]
-    assert result == sur.design(space, 8, feasible=feasible, hardware={"vcpu": 2, "ram_gb": 4, "heap_mb": 2048})
+    assert result == surrogate_design.design(
+        space, 8, feasible=feasible, hardware={"vcpu": 2, "ram_gb": 4, "heap_mb": 2048}
+    )
     for point in result["points"]:
         cassandra.validate(point, memory_mb=4096, heap_mb=2048)
     with pytest.raises(SurrogateError, match=r"^n: 8 points asked but only"):
-        sur.design(space, 8, feasible=sur.feasible_by_catalog(cassandra, heap_mb=1024), candidates=20, hardware=HW)
+        surrogate_design.design(
+            space, 8, feasible=surrogate_design.feasible_by_catalog(cassandra, heap_mb=1024), candidates=20, hardware=HW
+        )
 
 
 # ------------------------------------------------------------------------------------------------ surrogate
@@ -296,7 +310,7 @@ BASE = {"A": 30000.0, "B": 45000.0, "C": 55000.0}
 
 def _throughput(workload, config, hardware):
     """A synthetic node: ops/s = base[workload] * g(config) * h(hardware)."""
-    writes = 1.0 - sur.workload_values(workload)["read_ratio"]
+    writes = 1.0 - surrogate_features.workload_values(workload)["read_ratio"]
     g = 0.6 + 0.4 * min(config["concurrent_writes"], 32) / 32
     g *= 1.25 if config["memtable_allocation_type"] == "offheap_objects" else 1.0
     g *= 1.0 - 0.3 * writes * (1.0 if config["trickle_fsync"] else 0.0)
@@ -317,22 +331,22 @@ def _rows(space, configs, noise=0.02, seed=0):
 
 @pytest.fixture(scope="module")
 def rows(space):
-    configs = sur.design(space, 40, method="lhs", seed=5, include_default=False)["points"]
+    configs = surrogate_design.design(space, 40, method="lhs", seed=5, include_default=False)["points"]
     return _rows(space, configs)
 
 
 @pytest.fixture(scope="module")
 def fitted(space, rows):
-    train, test = sur.split(rows, test_share=0.25, seed=0, group=sur.config_group)
+    train, test = surrogate_validation.split(rows, test_share=0.25, seed=0, group=surrogate_validation.config_group)
     return Surrogate(space).fit(train), train, test
 
 
 def test_surrogate_fits_held_out_configurations(fitted):
     model, train, test = fitted
-    train_configs = {sur.config_group(row) for row in train}
-    assert not train_configs & {sur.config_group(row) for row in test}
+    train_configs = {surrogate_validation.config_group(row) for row in train}
+    assert not train_configs & {surrogate_validation.config_group(row) for row in test}
     truth = [row["ops_per_s"] for row in test]
-    scores = sur.metrics(truth, model.predict(test))
+    scores = surrogate_validation.metrics(truth, model.predict(test))
     assert scores["r2"] > 0.8, scores
     assert scores["n"] == len(test)
     importances = model.feature_importances(by_parameter=True)
@@ -426,8 +440,8 @@ def test_cluster_model_beats_naive_sum():
     train, test = _cluster_rows(300, seed=1), _cluster_rows(100, seed=2)
     model = ClusterModel().fit(train)
     truth = [row["ops_per_s"] for row in test]
-    ours = sur.metrics(truth, model.predict(test))
-    naive = sur.metrics(truth, sur.naive_sum(test))
+    ours = surrogate_validation.metrics(truth, model.predict(test))
+    naive = surrogate_validation.metrics(truth, sur.naive_sum(test))
     assert ours["r2"] > 0.8 and ours["r2"] > naive["r2"] + 0.3, (ours, naive)
     assert ours["rmse"] < naive["rmse"]
     assert ClusterModel.naive_sum(test[0]) == sum(test[0]["node_predictions"])
@@ -454,34 +468,38 @@ def test_cluster_features_and_errors():
 
 # ------------------------------------------------------------------------------------------------ evaluation
 def test_metrics():
-    scores = sur.metrics([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 5.0])
+    scores = surrogate_validation.metrics([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 5.0])
     assert scores["r2"] == pytest.approx(1 - 1 / 5)  # 1 - SS_res / SS_tot
     assert scores["rmse"] == pytest.approx(0.5) and scores["mae"] == pytest.approx(0.25)
     assert scores["mape"] == pytest.approx(100 * 0.25 / 4) and scores["n"] == 4
-    assert sur.metrics([2.0, 2.0], [2.0, 3.0])["r2"] is None
+    assert surrogate_validation.metrics([2.0, 2.0], [2.0, 3.0])["r2"] is None
     with pytest.raises(SurrogateError, match=r"^y_pred: 1 values for 2 true values"):
-        sur.metrics([1.0, 2.0], [1.0])
+        surrogate_validation.metrics([1.0, 2.0], [1.0])
 
 
 def test_split_keeps_groups_together(rows):
-    train, test = sur.split(rows, test_share=0.25, seed=7, group=sur.config_group)
+    train, test = surrogate_validation.split(rows, test_share=0.25, seed=7, group=surrogate_validation.config_group)
     assert len(train) + len(test) == len(rows)
-    assert not {sur.config_group(r) for r in train} & {sur.config_group(r) for r in test}
-    assert len({sur.config_group(r) for r in test}) == 10  # 25 % of 40 configurations
-    assert sur.split(rows, seed=7, group=sur.config_group) == (train, test)
-    plain_train, plain_test = sur.split(rows, test_share=0.5, seed=1)
+    assert not {surrogate_validation.config_group(r) for r in train} & {
+        surrogate_validation.config_group(r) for r in test
+    }
+    assert len({surrogate_validation.config_group(r) for r in test}) == 10  # 25 % of 40 configurations
+    assert surrogate_validation.split(rows, seed=7, group=surrogate_validation.config_group) == (train, test)
+    plain_train, plain_test = surrogate_validation.split(rows, test_share=0.5, seed=1)
     assert len(plain_test) == len(rows) // 2 and len(plain_train) == len(rows) - len(rows) // 2
 
 
 def test_cross_validate(space, rows):
-    result = sur.cross_validate(rows, k=3, seed=0, group=sur.config_group, space=space, n_estimators=10)
+    result = surrogate_validation.cross_validate(
+        rows, k=3, seed=0, group=surrogate_validation.config_group, space=space, n_estimators=10
+    )
     assert result["model"] == "surrogate" and len(result["folds"]) == 3
     assert sum(fold["test"] for fold in result["folds"]) == len(rows)
     assert result["mean"]["r2"] > 0.8 and result["pooled"]["n"] == len(rows)
-    cluster = sur.cross_validate(_cluster_rows(120, seed=3), k=3)
+    cluster = surrogate_validation.cross_validate(_cluster_rows(120, seed=3), k=3)
     assert cluster["model"] == "cluster"
     assert cluster["mean"]["r2"] > cluster["naive_sum"]["mean"]["r2"]
     with pytest.raises(SurrogateError, match=r"^space: cross_validate of a surrogate needs space"):
-        sur.cross_validate(rows, k=3)
+        surrogate_validation.cross_validate(rows, k=3)
     with pytest.raises(SurrogateError, match=r"^k: 5 folds need at least 5 groups"):
-        sur.cross_validate(rows[:4], k=5, space=space)
+        surrogate_validation.cross_validate(rows[:4], k=5, space=space)

@@ -235,7 +235,7 @@ def predict_performance(
 ):
     """Predicted ops/s of each configuration for the workload on one node; with cluster = {nodes, rf, cl,
     complete_sets}, also the cluster's ops/s (the cluster model when given, else the naive sum of the nodes)."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate, surrogate_features
 
     data, metadata = modelstore.load_model(
         model_file, kind="surrogate", store=store, store_version=store_version, hardware_profile=hardware_profile
@@ -247,7 +247,7 @@ def predict_performance(
     rows = [{"workload": workload, "config": config, "hardware": hardware} for config in configs]
     try:
         values = [float(v) for v in model.predict(rows)]
-    except surrogate.SurrogateError as exc:
+    except surrogate_features.SurrogateError as exc:
         raise PredictError(str(exc)) from None
     result = {"ops_per_s": [round(v, 2) for v in values], "model_metrics": metadata.get("metrics", {})}
     if cluster:
@@ -264,7 +264,7 @@ def predict_performance(
                 "rf": int(cluster.get("rf") or 1),
                 "cl": cluster.get("cl") or "ONE",
                 "complete_sets": int(cluster.get("complete_sets") or cluster.get("rf") or 1),
-                "read_ratio": surrogate.workload_values(workload)["read_ratio"],
+                "read_ratio": surrogate_features.workload_values(workload)["read_ratio"],
             }
             if cluster_model is not None:
                 result["cluster"].append(

@@ -64,7 +64,10 @@ def make_design(
     """A design document: {schema, store, store_version, parameters, ranges, method, seed, points: [{id, config}],
     infeasible, criterion}."""
     from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog as catalog_mod
-    from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import (
+        surrogate_design,
+        surrogate_features,
+    )
 
     if method not in ("d_optimal", "lhs"):
         raise ModelingError("method: %r is not allowed; choose one of d_optimal, lhs" % (method,))
@@ -72,12 +75,12 @@ def make_design(
         raise ModelingError("n: %r is not allowed; choose a number of points >= 2" % (n,))
     cat = _catalog(store, store_version, catalog)
     try:
-        space = surrogate.FeatureSpace(cat, parameters, ranges=ranges, defaults=defaults)
-        feasible = surrogate.feasible_by_catalog(cat, memory_mb=memory_mb, heap_mb=heap_mb)
-        result = surrogate.design(
+        space = surrogate_features.FeatureSpace(cat, parameters, ranges=ranges, defaults=defaults)
+        feasible = surrogate_design.feasible_by_catalog(cat, memory_mb=memory_mb, heap_mb=heap_mb)
+        result = surrogate_design.design(
             space, n, method=method, seed=seed, feasible=feasible, include_default=include_default
         )
-    except (surrogate.SurrogateError, catalog_mod.CatalogError) as exc:
+    except (surrogate_features.SurrogateError, catalog_mod.CatalogError) as exc:
         raise ModelingError(str(exc)) from None
     points = [{"id": "p%02d" % index, "config": config} for index, config in enumerate(result["points"])]
     return {
@@ -303,7 +306,11 @@ def fit_surrogate(
     """Fit the single-node surrogate on a dataset, report held-out metrics (whole configurations held out), then
     refit on every row and save. Returns (document, evaluation, summary lines)."""
     from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog as catalog_mod
-    from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import (
+        surrogate,
+        surrogate_features,
+        surrogate_validation,
+    )
 
     rows, contended = drop_contended(rows, max_other_cpu_share, cpus=hardware.get("vcpu"))
     # Each row's hardware: the profile's numbers, overridden by what the row recorded.
@@ -319,16 +326,16 @@ def fit_surrogate(
         parameters = sorted({name for row in rows for name in (row.get("config") or {})})
     try:
         cat = _catalog(store, store_version, catalog)
-        space = surrogate.FeatureSpace(cat, parameters, ranges=ranges, defaults=defaults)
-        train, test = surrogate.split(rows, test_share=test_share, seed=seed, group=_config_group)
+        space = surrogate_features.FeatureSpace(cat, parameters, ranges=ranges, defaults=defaults)
+        train, test = surrogate_validation.split(rows, test_share=test_share, seed=seed, group=_config_group)
         held = surrogate.Surrogate(space, n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(train)
         predicted = held.predict(test)
-        evaluation = surrogate.metrics([r["ops_per_s"] for r in test], predicted)
+        evaluation = surrogate_validation.metrics([r["ops_per_s"] for r in test], predicted)
         evaluation["train_rows"] = len(train)
         evaluation["test_rows"] = len(test)
         evaluation["test_configurations"] = len({_config_group(r) for r in test})
         model = surrogate.Surrogate(space, n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(rows)
-    except (surrogate.SurrogateError, catalog_mod.CatalogError) as exc:
+    except (surrogate_features.SurrogateError, catalog_mod.CatalogError) as exc:
         raise ModelingError(str(exc)) from None
     evaluation["dropped_contended"] = contended
     evaluation["held_out"] = [
@@ -369,20 +376,24 @@ def fit_cluster(
 ):
     """Fit the cluster model (per-node predictions + RF + CL + complete-sets -> cluster ops/s) on measured
     clusters, report held-out metrics next to the naive sum of the nodes, refit on every row and save."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import (
+        surrogate,
+        surrogate_features,
+        surrogate_validation,
+    )
 
     rows = [row for row in rows if row.get("ops_per_s") is not None]
     if len(rows) < 4:
         raise ModelingError("dataset: %d measured clusters; a cluster model needs at least 4" % len(rows))
     try:
-        train, test = surrogate.split(rows, test_share=test_share, seed=seed)
+        train, test = surrogate_validation.split(rows, test_share=test_share, seed=seed)
         held = surrogate.ClusterModel(n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(train)
         truth = [r["ops_per_s"] for r in test]
-        evaluation = surrogate.metrics(truth, held.predict(test))
-        evaluation["naive_sum"] = surrogate.metrics(truth, surrogate.naive_sum(test))
+        evaluation = surrogate_validation.metrics(truth, held.predict(test))
+        evaluation["naive_sum"] = surrogate_validation.metrics(truth, surrogate.naive_sum(test))
         evaluation["train_rows"], evaluation["test_rows"] = len(train), len(test)
         model = surrogate.ClusterModel(n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(rows)
-    except surrogate.SurrogateError as exc:
+    except surrogate_features.SurrogateError as exc:
         raise ModelingError(str(exc)) from None
     metadata = modelstore.new_metadata(
         store,

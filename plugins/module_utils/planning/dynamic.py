@@ -445,7 +445,11 @@ def run_plan(
     knowledge_base})."""
     from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
     from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
-    from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import (
+        advisor,
+        surrogate_design,
+        surrogate_features,
+    )
     from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
     from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
     from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes
@@ -521,15 +525,15 @@ def run_plan(
         cluster={"rf": facts["rf"], "cl": facts["cl"], "complete_sets": (cluster or {}).get("sets")},
     )
     try:
-        heap_mb = sg.hardware_values(hardware, store).get("heap_mb") if hardware.get("vcpu") else None
+        heap_mb = surrogate_features.hardware_values(hardware, store).get("heap_mb") if hardware.get("vcpu") else None
         memory_mb = float(hardware["ram_gb"]) * 1024.0 if hardware.get("ram_gb") else None
-    except sg.SurrogateError:
+    except surrogate_features.SurrogateError:
         heap_mb = memory_mb = None
-    feasible = sg.feasible_by_catalog(catalog, memory_mb=memory_mb, heap_mb=heap_mb or None)
+    feasible = surrogate_design.feasible_by_catalog(catalog, memory_mb=memory_mb, heap_mb=heap_mb or None)
     model_facts = loaded.facts
     try:
         current_full = model.space.complete(current or {}, hardware or None)
-    except sg.SurrogateError as exc:
+    except surrogate_features.SurrogateError as exc:
         raise PlanningError("current.%s" % str(exc).split(".", 1)[-1]) from None
     if mode == "static":
         if not workload:
@@ -631,7 +635,7 @@ def _hetero(loaded, workload, current, cluster, options, *, store, store_version
     """The plan document of mode heterogeneous (loaded: the surrogate and what came with it)."""
     catalog, model, hardware = loaded.catalog, loaded.model, loaded.hardware
     from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
-    from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_features
     from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
     from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes
     from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
@@ -659,7 +663,7 @@ def _hetero(loaded, workload, current, cluster, options, *, store, store_version
         raise PlanningError("cluster.%s" % exc) from None
     try:
         current_full = model.space.complete(current or {}, hardware or None)
-    except sg.SurrogateError as exc:
+    except surrogate_features.SurrogateError as exc:
         raise PlanningError("current.%s" % str(exc).split(".", 1)[-1]) from None
     # Parameters whose change rewrites the data stay as they are (as in the dynamic plan).
     kept = {n: current_full[n] for n in model.space.parameters if catalog.apply_kind(n) == "table"}

@@ -22,8 +22,11 @@ from __future__ import annotations
 import math
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
-from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
-from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
+from ansible_collections.tactician.nosql.plugins.module_utils.models import (
+    advisor,
+    surrogate_design,
+    surrogate_features,
+)
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
 
@@ -149,13 +152,13 @@ def hetero_plan(
     machines = []
     for vm in vms:
         hardware = _hardware(vm, profile)
-        values = sg.hardware_values(hardware, store)
+        values = surrogate_features.hardware_values(hardware, store)
         memory_mb = values["ram_gb"] * 1024.0
         heap_mb = values["heap_mb"] if store == "cassandra" else None
         machines.append(
             {
                 "key": (memory_mb, heap_mb) if vm_scaling == "vcpu" else tuple(sorted(values.items())),
-                "feasible": sg.feasible_by_catalog(catalog, memory_mb=memory_mb, heap_mb=heap_mb),
+                "feasible": surrogate_design.feasible_by_catalog(catalog, memory_mb=memory_mb, heap_mb=heap_mb),
                 "throughput": base_throughput if vm_scaling == "vcpu" else tuner.Throughput(model, hardware=hardware),
             }
         )
@@ -190,9 +193,12 @@ def hetero_plan(
             ops = machine["throughput"].node_matrix([workload], configs)[0]
         feasible = machine["feasible"]
         node_ops.append(
-            [float(o) if sg._check_feasible(feasible, c)[0] else 0.0 for o, c in zip(ops, configs, strict=True)]
+            [
+                float(o) if surrogate_design.check_feasible(feasible, c)[0] else 0.0
+                for o, c in zip(ops, configs, strict=True)
+            ]
         )
-    read_ratio = sg.workload_values(workload)["read_ratio"]
+    read_ratio = surrogate_features.workload_values(workload)["read_ratio"]
     try:
         best = hetero.best_assignment(
             node_ops, sizes, vms, read_ratio, budget_per_h=budget_per_h, min_ops=min_ops or 0.0, seed=seed

@@ -30,7 +30,7 @@ import time
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import checks
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
-from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
+from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_design, surrogate_features
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
 
 DEFAULT_FIRST_TEST = 5
@@ -234,7 +234,7 @@ class Race:
         memory_mb=None,
         estimate_s=ESTIMATE_S,
     ):
-        if not isinstance(space, sg.FeatureSpace):
+        if not isinstance(space, surrogate_features.FeatureSpace):
             raise RaceError("space: expected a surrogate.FeatureSpace")
         self.space = space
         if not isinstance(instances, (list, tuple)) or not instances:
@@ -260,7 +260,7 @@ class Race:
         for index, config in enumerate(initial or []):
             try:
                 complete = space.complete(config, heap_mb=self.heap_mb, memory_mb=self.memory_mb)
-            except sg.SurrogateError as exc:
+            except surrogate_features.SurrogateError as exc:
                 raise RaceError("initial[%d].%s" % (index, exc)) from None
             complete.update(self.fixed)
             self.initial.append(complete)
@@ -286,7 +286,7 @@ class Race:
     def _ok(self, config):
         if self.feasible is None:
             return True
-        return sg._check_feasible(self.feasible, config)[0]
+        return surrogate_design.check_feasible(self.feasible, config)[0]
 
     def _uniform(self, rng):
         unit = [rng.random() for _name in self.space.parameters]
@@ -515,7 +515,7 @@ class Race:
         """The default configuration of the raced parameters (the fixed ones at their value)."""
         try:
             config = self.space.complete({}, heap_mb=self.heap_mb, memory_mb=self.memory_mb)
-        except sg.SurrogateError as exc:
+        except surrogate_features.SurrogateError as exc:
             raise RaceError(str(exc)) from None
         config.update(self.fixed)
         return config
@@ -528,12 +528,12 @@ class Race:
         if not header:
             raise RaceError("history: %s has no race header (is it a trial history?)" % path)
         try:
-            space = sg.FeatureSpace.from_dict(header["space"])
-        except (KeyError, sg.SurrogateError) as exc:
+            space = surrogate_features.FeatureSpace.from_dict(header["space"])
+        except (KeyError, surrogate_features.SurrogateError) as exc:
             raise RaceError("history: %s header: %s" % (path, exc)) from None
         feasible = None
         if header.get("memory_mb") or header.get("heap_mb"):
-            feasible = sg.feasible_by_catalog(
+            feasible = surrogate_design.feasible_by_catalog(
                 space.catalog, memory_mb=header.get("memory_mb"), heap_mb=header.get("heap_mb")
             )
         return cls(
@@ -594,7 +594,7 @@ class Race:
         index = _number("index", index, 0, integer=True)
         try:
             complete = self.space.complete(config, heap_mb=self.heap_mb, memory_mb=self.memory_mb)
-        except sg.SurrogateError as exc:
+        except surrogate_features.SurrogateError as exc:
             raise RaceError(str(exc)) from None
         complete.update(self.fixed)
         key = tuner.config_key(complete)
@@ -660,18 +660,20 @@ def race_from_spec(catalog_data, spec):
     except CatalogError as exc:
         raise RaceError("catalog: %s" % exc) from None
     try:
-        space = sg.FeatureSpace(
+        space = surrogate_features.FeatureSpace(
             catalog,
             spec.get("parameters") or [],
             ranges=spec.get("ranges"),
             defaults=spec.get("defaults"),
             hardware_features=(),
         )
-    except sg.SurrogateError as exc:
+    except surrogate_features.SurrogateError as exc:
         raise RaceError(str(exc)) from None
     feasible = None
     if spec.get("memory_mb") or spec.get("heap_mb"):
-        feasible = sg.feasible_by_catalog(catalog, memory_mb=spec.get("memory_mb"), heap_mb=spec.get("heap_mb"))
+        feasible = surrogate_design.feasible_by_catalog(
+            catalog, memory_mb=spec.get("memory_mb"), heap_mb=spec.get("heap_mb")
+        )
     initial = spec.get("initial")
     if initial is None:
         initial = [{}]

@@ -24,6 +24,7 @@ import time
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
+from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_design, surrogate_features
 
 DEFAULT_POPULATION = 50
 DEFAULT_GENERATIONS = 60
@@ -39,7 +40,7 @@ class TuneError(PlanningError, ValueError):
 
 
 def _np():
-    return sg._np()
+    return surrogate_features.numpy_library()
 
 
 def _pygad():
@@ -83,7 +84,7 @@ class Throughput:
         if key not in self._workloads:
             try:
                 self._workloads[key] = self.space.workload_vector(workload)
-            except sg.SurrogateError as exc:
+            except surrogate_features.SurrogateError as exc:
                 raise TuneError(str(exc)) from None
         return self._workloads[key]
 
@@ -94,7 +95,7 @@ class Throughput:
                 self._configs[key] = self.space.config_vector(config, self.hardware) + self.space.hardware_vector(
                     self.hardware
                 )
-            except sg.SurrogateError as exc:
+            except surrogate_features.SurrogateError as exc:
                 raise TuneError(str(exc)) from None
         return self._configs[key]
 
@@ -116,7 +117,7 @@ class Throughput:
             return node * self.nodes
         rows = []
         for i, workload in enumerate(workloads):
-            ratio = sg.workload_values(workload)["read_ratio"]
+            ratio = surrogate_features.workload_values(workload)["read_ratio"]
             for j in range(len(configs)):
                 rows.append(
                     {
@@ -183,7 +184,7 @@ def _check_fixed(space, fixed):
             )
         try:
             out[canonical] = space._value(canonical, value, "fixed")
-        except sg.SurrogateError as exc:
+        except surrogate_features.SurrogateError as exc:
             raise TuneError(str(exc)) from None
     return out
 
@@ -237,7 +238,7 @@ def tune(
     """
     started = time.monotonic()
     space = getattr(throughput, "space", None)
-    if not isinstance(space, sg.FeatureSpace):
+    if not isinstance(space, surrogate_features.FeatureSpace):
         raise TuneError("throughput: needs a model with a feature space (a Throughput over a surrogate)")
     weights = _weights(workloads, weights)
     fixed = _check_fixed(space, fixed)
@@ -275,7 +276,7 @@ def tune(
             for config in fresh:
                 good = True
                 if feasible is not None:
-                    good, _reason = sg._check_feasible(feasible, config)
+                    good, _reason = surrogate_design.check_feasible(feasible, config)
                 ok.append(good)
             usable = [c for c, good in zip(fresh, ok, strict=True) if good]
             values = throughput.matrix(list(workloads), usable) if usable else np.zeros((len(workloads), 0))
@@ -298,7 +299,7 @@ def tune(
             raise TuneError("include[%d]: expected a configuration mapping" % index)
         try:
             complete = space.complete(config)
-        except sg.SurrogateError as exc:
+        except surrogate_features.SurrogateError as exc:
             raise TuneError("include[%d].%s" % (index, exc)) from None
         complete.update(fixed)
         score = score_configs([complete])[0]
@@ -387,7 +388,7 @@ def simplify(throughput, workloads, config, reference, weights=None, feasible=No
         trials = []
         for name in names:
             trial = dict(current, **{name: base.get(name)})
-            if feasible is None or sg._check_feasible(feasible, trial)[0]:
+            if feasible is None or surrogate_design.check_feasible(feasible, trial)[0]:
                 trials.append((name, trial))
         if not trials:
             break
@@ -428,7 +429,7 @@ def tune_many(
     np = _np()
     started = time.monotonic()
     space = getattr(throughput, "space", None)
-    if not isinstance(space, sg.FeatureSpace):
+    if not isinstance(space, surrogate_features.FeatureSpace):
         raise TuneError("throughput: needs a model with a feature space (a Throughput over a surrogate)")
     fixed = _check_fixed(space, fixed)
     configs = []
@@ -437,7 +438,7 @@ def tune_many(
         complete = space.complete(config, getattr(throughput, "hardware", None))
         complete.update(fixed)
         key = config_key(complete)
-        if key not in seen and (feasible is None or sg._check_feasible(feasible, complete)[0]):
+        if key not in seen and (feasible is None or surrogate_design.check_feasible(feasible, complete)[0]):
             seen.add(key)
             configs.append(complete)
     try:
@@ -450,7 +451,7 @@ def tune_many(
         config = space.decode_unit(point)
         config.update(fixed)
         key = config_key(config)
-        if key in seen or (feasible is not None and not sg._check_feasible(feasible, config)[0]):
+        if key in seen or (feasible is not None and not surrogate_design.check_feasible(feasible, config)[0]):
             continue
         seen.add(key)
         configs.append(config)
