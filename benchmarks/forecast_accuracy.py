@@ -51,7 +51,7 @@ from _common import use_collection
 
 use_collection()
 
-from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast, forecast_series
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
 STEP_S = 30.0
@@ -87,7 +87,7 @@ def generators(seed, duration_s):
 
 def add_noise(values, field, noise, rng):
     """values x (1 + N(0, noise)), clipped to the field's valid range."""
-    low, high = forecast.FIELD_BOUNDS[field]
+    low, high = forecast_series.FIELD_BOUNDS[field]
     out = []
     for value in values:
         noisy = value * (1.0 + rng.gauss(0.0, noise)) if noise else value
@@ -105,7 +105,7 @@ def run_one(task):
     params = SIZES[size]
     started = time.process_time()
     schedule = generators(seed, params["duration_s"])[index][1]
-    clean = forecast.series_from_schedule(schedule, STEP_S, fields=(field,))
+    clean = forecast_series.series_from_schedule(schedule, STEP_S, fields=(field,))
     rng = random.Random("%d/%s/%s" % (seed, name, field))
     observed = dict(clean, **{field: add_noise(clean[field], field, noise, rng)})
     result = forecast.evaluate(

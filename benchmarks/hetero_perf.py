@@ -53,7 +53,7 @@ import numpy as np
 import yaml
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
-from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast_series
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
@@ -109,7 +109,7 @@ def trace(name, seed, duration_s):
         schedule = schedules.abrupt_switching(seed, duration_s, 1200.0, 5400.0)
     else:
         raise ValueError("trace: %r is not one of hpc-N, abrupt-fast, abrupt-slow" % name)
-    return forecast.series_from_schedule(schedule, STEP_S, fields=("read_ratio",))["read_ratio"]
+    return forecast_series.series_from_schedule(schedule, STEP_S, fields=("read_ratio",))["read_ratio"]
 
 
 def quantize(ratio):

@@ -46,7 +46,7 @@ import hetero_perf
 import plan_dynamic
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
-from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast_series
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
@@ -67,7 +67,7 @@ PAPER = {
 
 def hpc_ratios(duration_s, seed, jobs=1, rate=50.0):
     schedule = schedules.hpc_job_queue(seed, jobs, duration_s, rate, step_s=STEP_S)
-    return forecast.series_from_schedule(schedule, STEP_S, fields=("read_ratio",))["read_ratio"]
+    return forecast_series.series_from_schedule(schedule, STEP_S, fields=("read_ratio",))["read_ratio"]
 
 
 def summary(values):

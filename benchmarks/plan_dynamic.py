@@ -55,7 +55,7 @@ import numpy as np
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
-from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast, surrogate_design
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast, forecast_series, surrogate_design
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
@@ -329,7 +329,7 @@ def main():
         functions.append(("synthetic", SyntheticThroughput(args.nodes)))
     cases = [(label, fn, name, schedule) for label, fn in functions for name, schedule in traces(duration, args.seed)]
     for label, function, name, schedule in cases:
-        series = forecast.series_from_schedule(schedule, STEP_S, fields=("read_ratio",))
+        series = forecast_series.series_from_schedule(schedule, STEP_S, fields=("read_ratio",))
         ratios = series["read_ratio"]
         sim = Simulation(function, catalog, ratios, roll, feasible, args.seed)
         name = "%s (%s)" % (name, label)
@@ -410,7 +410,7 @@ def main():
         return
     # Planning time of the plan module's engine for 60 decision points.
     schedule = schedules.hpc_job_queue(args.seed, concurrent_jobs=5, duration_s=1800.0, rate=200)
-    ratios = forecast.series_from_schedule(schedule, STEP_S, fields=("read_ratio",))["read_ratio"][:60]
+    ratios = forecast_series.series_from_schedule(schedule, STEP_S, fields=("read_ratio",))["read_ratio"][:60]
     times = {"exact": [], "ga": []}
     for repeat in range(max(1, args.timing_repeats)):
         for solver, spent in times.items():

@@ -46,7 +46,7 @@ import _control
 import plan_dynamic
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
-from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast_series
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
@@ -156,7 +156,7 @@ def main():
     started = time.time()
     duration = 3600.0 if args.short else 4 * 3600.0
     schedule = schedules.hpc_job_queue(args.seed, args.jobs, duration, args.rate, step_s=STEP_S)
-    ratios = forecast.series_from_schedule(schedule, STEP_S, fields=("read_ratio",))["read_ratio"]
+    ratios = forecast_series.series_from_schedule(schedule, STEP_S, fields=("read_ratio",))["read_ratio"]
     base_nodes = 3
     if args.f_ops == "surrogate":
         f_ops, catalog, feasible, note = plan_dynamic.load_surrogate(args.model, base_nodes, "surrogate")

@@ -10,8 +10,8 @@ import warnings
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast
-from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast import ForecastError
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast, forecast_series, forecasters
+from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast_series import ForecastError
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import samples as telemetry
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
@@ -51,30 +51,30 @@ def sample(time, ops, window=30.0, node="cluster"):
 
 
 def test_last_value_repeats_the_last_point_and_clips():
-    model = forecast.LastValue().fit([1.0, 2.0, 3.0])
+    model = forecasters.LastValue().fit([1.0, 2.0, 3.0])
     assert model.predict(3) == [3.0, 3.0, 3.0]
     assert model.predict(0) == []
-    assert forecast.LastValue(bounds=(0.0, 1.0)).fit([0.5, 1.5]).predict(2) == [1.0, 1.0]
+    assert forecasters.LastValue(bounds=(0.0, 1.0)).fit([0.5, 1.5]).predict(2) == [1.0, 1.0]
     assert model.describe()["name"] == "last_value"
 
 
 def test_predict_before_fit_and_bad_steps():
     with pytest.raises(ForecastError, match=r"^values: nothing fitted yet"):
-        forecast.LastValue().predict(2)
-    model = forecast.LastValue().fit([1.0])
+        forecasters.LastValue().predict(2)
+    model = forecasters.LastValue().fit([1.0])
     with pytest.raises(ForecastError, match=r"^steps: -1 is below the minimum"):
         model.predict(-1)
     with pytest.raises(ForecastError, match=r"^values\[1\]: nan is not a finite number"):
-        forecast.LastValue().fit([1.0, float("nan")])
+        forecasters.LastValue().fit([1.0, float("nan")])
     with pytest.raises(ForecastError, match=r"^values: needs at least 1 value"):
-        forecast.LastValue().fit([])
+        forecasters.LastValue().fit([])
 
 
 def test_bounds_are_checked():
     with pytest.raises(ForecastError, match=r"^bounds: low 1.0 is above high 0.0"):
-        forecast.LastValue(bounds=(1.0, 0.0))
+        forecasters.LastValue(bounds=(1.0, 0.0))
     with pytest.raises(ForecastError, match=r"^bounds: "):
-        forecast.LastValue(bounds=(0.0,))
+        forecasters.LastValue(bounds=(0.0,))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ def test_bounds_are_checked():
 
 
 def test_arima_constant_series_falls_back_to_last_value():
-    model = forecast.Arima().fit([0.4] * 50)
+    model = forecasters.Arima().fit([0.4] * 50)
     assert model.predict(3) == [0.4, 0.4, 0.4]
     info = model.describe()
     assert info["fallback"] == "constant series"
@@ -91,13 +91,13 @@ def test_arima_constant_series_falls_back_to_last_value():
 
 
 def test_arima_short_history_falls_back():
-    model = forecast.Arima().fit([0.1, 0.2, 0.3, 0.25])
+    model = forecasters.Arima().fit([0.1, 0.2, 0.3, 0.25])
     assert model.predict(2) == [0.25, 0.25]
     assert "shorter than min_history 20" in model.describe()["fallback"]
 
 
 def test_arima_bic_picks_ar2_on_an_ar2_series():
-    model = forecast.Arima(max_p=3, max_d=1, max_q=2, min_d=0).fit(ar2(300))  # d by KPSS: 0 here
+    model = forecasters.Arima(max_p=3, max_d=1, max_q=2, min_d=0).fit(ar2(300))  # d by KPSS: 0 here
     info = model.describe()
     assert info["order"] == [2, 0, 0]
     assert info["fallback"] is None
@@ -108,7 +108,7 @@ def test_arima_bic_picks_ar2_on_an_ar2_series():
 def test_arima_ar1_forecast_moves_toward_the_mean():
     values = ar1(200)
     values[-1] = 0.6  # well above the mean of 0.5
-    model = forecast.Arima(max_p=2, max_d=1, max_q=1, min_d=0).fit(values)
+    model = forecasters.Arima(max_p=2, max_d=1, max_q=1, min_d=0).fit(values)
     predicted = model.predict(20)
     assert model.describe()["order"][1] == 0
     assert 0.5 < predicted[0] < 0.6
@@ -117,7 +117,7 @@ def test_arima_ar1_forecast_moves_toward_the_mean():
 
 def test_arima_follows_a_linear_trend_with_drift():
     values = trend(120)
-    model = forecast.Arima(max_p=1, max_d=1, max_q=1).fit(values)
+    model = forecasters.Arima(max_p=1, max_d=1, max_q=1).fit(values)
     info = model.describe()
     assert info["order"][1] == 1 and info["trend"] == "drift"
     predicted = model.predict(10)
@@ -127,7 +127,7 @@ def test_arima_follows_a_linear_trend_with_drift():
 
 def test_arima_clips_to_bounds():
     values = trend(120, start=0.7, slope=0.0025)  # ends near 1.0 and keeps rising
-    model = forecast.Arima(max_p=1, max_d=1, max_q=0, bounds=(0.0, 1.0)).fit(values)
+    model = forecasters.Arima(max_p=1, max_d=1, max_q=0, bounds=(0.0, 1.0)).fit(values)
     predicted = model.predict(60)
     assert max(predicted) == 1.0
     assert min(predicted) >= 0.0
@@ -135,12 +135,12 @@ def test_arima_clips_to_bounds():
 
 def test_arima_fixed_order_and_reselection_schedule():
     values = ar1(120, seed=5)
-    model = forecast.Arima(order=(1, 0, 0))
+    model = forecasters.Arima(order=(1, 0, 0))
     for end in (100, 105, 110):
         model.fit(values[:end])
     info = model.describe()
     assert info["order"] == [1, 0, 0] and info["selections"] == 0 and info["grid"] is None
-    model = forecast.Arima(max_p=1, max_d=0, max_q=1, reselect_every=2, refit="apply")
+    model = forecasters.Arima(max_p=1, max_d=0, max_q=1, reselect_every=2, refit="apply")
     for end in (100, 105, 110, 115, 120):
         model.fit(values[:end])
     info = model.describe()
@@ -152,8 +152,8 @@ def test_arima_fit_failure_falls_back_and_says_why(monkeypatch):
     def broken(self, y, arima):
         raise RuntimeError("singular matrix")
 
-    monkeypatch.setattr(forecast.Arima, "_estimate", broken)
-    model = forecast.Arima().fit(ar1(60))
+    monkeypatch.setattr(forecasters.Arima, "_estimate", broken)
+    model = forecasters.Arima().fit(ar1(60))
     assert model.predict(2) == [model._last] * 2
     info = model.describe()
     assert info["fallback"] == "fit failed"
@@ -162,19 +162,19 @@ def test_arima_fit_failure_falls_back_and_says_why(monkeypatch):
 
 def test_arima_leaves_the_global_warnings_filter_alone():
     before = list(warnings.filters)
-    forecast.Arima(max_p=1, max_d=1, max_q=1).fit(ar1(80)).predict(5)
+    forecasters.Arima(max_p=1, max_d=1, max_q=1).fit(ar1(80)).predict(5)
     assert warnings.filters == before
 
 
 def test_arima_options_are_checked():
     with pytest.raises(ForecastError, match=r"^criterion: 'mse' is not allowed; choose one of bic, aic, hqic"):
-        forecast.Arima(criterion="mse")
+        forecasters.Arima(criterion="mse")
     with pytest.raises(ForecastError, match=r"^max_d: 3 is above the maximum"):
-        forecast.Arima(max_d=3)
+        forecasters.Arima(max_d=3)
     with pytest.raises(ForecastError, match=r"^order: "):
-        forecast.Arima(order=(1, 0))
+        forecasters.Arima(order=(1, 0))
     with pytest.raises(ForecastError, match=r"^refit: 'cold' is not allowed; choose one of warm, apply"):
-        forecast.Arima(refit="cold")
+        forecasters.Arima(refit="cold")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -184,11 +184,11 @@ def test_arima_options_are_checked():
 
 def test_markov_periodic_switching():
     values = [0.0, 1.0] * 40  # ends on 1.0
-    model = forecast.Markov(bounds=(0.0, 1.0)).fit(values)
+    model = forecasters.Markov(bounds=(0.0, 1.0)).fit(values)
     assert model.predict(4) == [0.0, 1.0, 0.0, 1.0]
     info = model.describe()
     assert info["states"] == 2 and info["fixed_range"] is True and info["range"] == [0.0, 1.0]
-    mean = forecast.Markov(predict="mean", bounds=(0.0, 1.0)).fit(values).predict(2)
+    mean = forecasters.Markov(predict="mean", bounds=(0.0, 1.0)).fit(values).predict(2)
     assert mean[0] < 0.05 and mean[1] > 0.95
     for dist in model.distributions(3):
         assert math.isclose(sum(dist), 1.0)
@@ -196,27 +196,27 @@ def test_markov_periodic_switching():
 
 def test_markov_stays_in_a_sticky_state_and_uses_centroids():
     values = [0.05] * 30 + [0.93, 0.95, 0.97] * 10
-    model = forecast.Markov(bounds=(0.0, 1.0)).fit(values)
+    model = forecasters.Markov(bounds=(0.0, 1.0)).fit(values)
     assert model.predict(3) == pytest.approx([0.95, 0.95, 0.95])
 
 
 def test_markov_constant_and_trend_and_ar1():
-    assert forecast.Markov().fit([3.0] * 10).predict(2) == [3.0, 3.0]
+    assert forecasters.Markov().fit([3.0] * 10).predict(2) == [3.0, 3.0]
     values = trend(100)
-    predicted = forecast.Markov(bins=10).fit(values).predict(3)
+    predicted = forecasters.Markov(bins=10).fit(values).predict(3)
     top_bin = [v for v in values if v >= min(values) + 0.9 * (max(values) - min(values))]
     assert predicted[0] == pytest.approx(sum(top_bin) / len(top_bin))
     values = ar1(300)
-    predicted = forecast.Markov(predict="mean").fit(values).predict(50)
+    predicted = forecasters.Markov(predict="mean").fit(values).predict(50)
     assert min(values) <= min(predicted) and max(predicted) <= max(values)
     assert abs(predicted[-1] - sum(values) / len(values)) < 0.02
 
 
 def test_markov_options_are_checked():
     with pytest.raises(ForecastError, match=r"^predict: 'median' is not allowed; choose one of mode, mean"):
-        forecast.Markov(predict="median")
+        forecasters.Markov(predict="median")
     with pytest.raises(ForecastError, match=r"^bins: 0 is below the minimum"):
-        forecast.Markov(bins=0)
+        forecasters.Markov(bins=0)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -226,7 +226,7 @@ def test_markov_options_are_checked():
 
 def test_schedule_forecast_reads_the_known_future():
     known = [float(i) for i in range(10)]
-    model = forecast.ScheduleForecast(known, start_index=2).fit([2.0, 3.0, 4.0])
+    model = forecasters.ScheduleForecast(known, start_index=2).fit([2.0, 3.0, 4.0])
     assert model.predict(3) == [5.0, 6.0, 7.0]
     assert model.fit([0.0], start_index=8).predict(3) == [9.0, 9.0, 9.0]
     assert model.describe()["beyond_known"] == 2
@@ -235,14 +235,14 @@ def test_schedule_forecast_reads_the_known_future():
 
 
 def test_make_forecaster_by_name_and_errors():
-    assert isinstance(forecast.make_forecaster("markov", bins=4), forecast.Markov)
-    assert forecast.make_forecaster("last_value").name == "last_value"
+    assert isinstance(forecasters.make_forecaster("markov", bins=4), forecasters.Markov)
+    assert forecasters.make_forecaster("last_value").name == "last_value"
     with pytest.raises(ForecastError, match=r"^method: 'prophet' is not allowed; choose one of arima, markov"):
-        forecast.make_forecaster("prophet")
+        forecasters.make_forecaster("prophet")
     with pytest.raises(ForecastError, match=r"^bins: is not an option of method arima; choose from max_p, "):
-        forecast.make_forecaster("arima", bins=3)
+        forecasters.make_forecaster("arima", bins=3)
     with pytest.raises(ForecastError, match=r"^series: method schedule needs"):
-        forecast.make_forecaster("schedule")
+        forecasters.make_forecaster("schedule")
     assert issubclass(ForecastError, ValueError)
 
 
@@ -347,7 +347,7 @@ def test_series_from_samples_averages_and_fills_gaps():
         sample(1090.0, {}),  # idle
         sample(1120.0, {"scan": 50.0, "delete": 50.0}),
     ]
-    series = forecast.series_from_samples(samples)
+    series = forecast_series.series_from_samples(samples)
     assert series["t"] == [1000.0, 1030.0, 1060.0, 1090.0]
     assert series["filled"] == 1
     assert series["step_s"] == 30.0
@@ -357,33 +357,35 @@ def test_series_from_samples_averages_and_fills_gaps():
     assert series["read_ratio"][0] == pytest.approx(series["read"][0])
     assert series["insert"][0] == pytest.approx((5 * 60 + 5 * 40) / 40 / 100)
     # step 1 is filled with step 0's values
-    assert all(series[field][1] == series[field][0] for field in forecast.WORKLOAD_FIELDS)
+    assert all(series[field][1] == series[field][0] for field in forecast_series.WORKLOAD_FIELDS)
     # step 2 is idle: throughput 0, read ratio and shares kept from the step before
     assert series["throughput"][2] == 0.0
     assert series["read_ratio"][2] == series["read_ratio"][1] and series["read"][2] == series["read"][1]
     assert series["read_ratio"][3] == 0.5 and series["scan"][3] == 0.5 and series["delete"][3] == 0.5
-    assert all(len(series[field]) == 4 for field in forecast.WORKLOAD_FIELDS)
+    assert all(len(series[field]) == 4 for field in forecast_series.WORKLOAD_FIELDS)
 
 
 def test_series_from_samples_tolerates_jitter_and_long_windows():
     jittered = [sample(t, {"read": 10.0}) for t in (1030.0, 1060.4, 1089.7, 1120.0)]
-    series = forecast.series_from_samples(jittered)
+    series = forecast_series.series_from_samples(jittered)
     assert series["t"] == [1000.0, 1030.0, 1060.0, 1090.0] and series["filled"] == 0
     sliding = [sample(300.0 + 30.0 * k, {"read": float(k)}, window=300.0) for k in range(4)]
-    series = forecast.series_from_samples(sliding, fields=["throughput"])
+    series = forecast_series.series_from_samples(sliding, fields=["throughput"])
     assert series["t"] == [270.0, 300.0, 330.0, 360.0] and series["throughput"] == [0.0, 1.0, 2.0, 3.0]
 
 
 def test_series_from_samples_start_idle_and_errors():
-    series = forecast.series_from_samples([sample(30.0, {}), sample(60.0, {"read": 10.0})], fields=["read_ratio"])
+    series = forecast_series.series_from_samples(
+        [sample(30.0, {}), sample(60.0, {"read": 10.0})], fields=["read_ratio"]
+    )
     assert series["read_ratio"] == [0.0, 1.0]
     assert set(series) == {"t", "read_ratio", "step_s", "filled"}
     with pytest.raises(ForecastError, match=r"^samples\[1\]\.time: is required"):
-        forecast.series_from_samples([sample(30.0, {}), {"window_s": 30.0, "ops_per_s": {}}])
+        forecast_series.series_from_samples([sample(30.0, {}), {"window_s": 30.0, "ops_per_s": {}}])
     with pytest.raises(ForecastError, match=r"^fields: 'latency' is not allowed; choose one of read_ratio, "):
-        forecast.series_from_samples([sample(30.0, {})], fields=["latency"])
+        forecast_series.series_from_samples([sample(30.0, {})], fields=["latency"])
     with pytest.raises(ForecastError, match=r"^samples: is empty"):
-        forecast.series_from_samples([])
+        forecast_series.series_from_samples([])
 
 
 def test_series_from_schedule():
@@ -393,7 +395,7 @@ def test_series_from_schedule():
             schedules.Phase(30.0, {"read": 0.5, "readmodifywrite": 0.5}, 100.0),
         ]
     )
-    series = forecast.series_from_schedule(schedule)
+    series = forecast_series.series_from_schedule(schedule)
     assert series["t"] == [0.0, 30.0, 60.0]
     assert series["read_ratio"] == [0.5, 0.5, pytest.approx(2 / 3)]
     assert series["throughput"] == [100.0, 100.0, 150.0]  # a readmodifywrite is two server operations
@@ -421,7 +423,7 @@ def test_forecast_makes_the_vector_consistent():
     result = forecast.forecast(series, 2, method="last_value")
     assert result["t"] == [90.0, 120.0] and result["step_s"] == 30.0 and result["steps"] == 2
     fields = result["fields"]
-    assert sum(fields[op][0] for op in forecast.SHARE_FIELDS) == pytest.approx(1.0)
+    assert sum(fields[op][0] for op in forecast_series.SHARE_FIELDS) == pytest.approx(1.0)
     assert fields["read"][0] == pytest.approx(0.5)
     assert fields["read_ratio"][0] == pytest.approx(fields["read"][0] + fields["scan"][0])
     assert fields["throughput"] == [30.0, 30.0]
@@ -429,7 +431,9 @@ def test_forecast_makes_the_vector_consistent():
 
 
 def test_forecast_schedule_and_errors():
-    known = forecast.series_from_schedule(schedules.abrupt_switching(1, 1800.0, 300.0, 300.0, 100.0, start="read"))
+    known = forecast_series.series_from_schedule(
+        schedules.abrupt_switching(1, 1800.0, 300.0, 300.0, 100.0, start="read")
+    )
     observed = {"t": known["t"][:8], "step_s": 30.0, "read_ratio": known["read_ratio"][:8]}
     result = forecast.forecast(observed, 4, method="schedule", fields=["read_ratio"], known=known)
     assert result["fields"]["read_ratio"] == known["read_ratio"][8:12]
@@ -444,7 +448,7 @@ def test_forecast_schedule_and_errors():
 
 
 def test_forecast_schedule_from_a_position_in_the_schedule_itself():
-    queue = forecast.series_from_schedule(schedules.hpc_job_queue(4, 2, 1800.0, 200.0))
+    queue = forecast_series.series_from_schedule(schedules.hpc_job_queue(4, 2, 1800.0, 200.0))
     result = forecast.forecast(queue, 5, method="schedule", start_index=3)
     for field in ("throughput", "update", "insert"):
         assert result["fields"][field] == pytest.approx(queue[field][3:8])
@@ -455,7 +459,7 @@ def test_forecast_schedule_from_a_position_in_the_schedule_itself():
 
 
 def test_evaluate_rows_and_lookaheads():
-    series = forecast.series_from_schedule(schedules.abrupt_switching(2, 6000.0, 600.0, 1200.0, 100.0))
+    series = forecast_series.series_from_schedule(schedules.abrupt_switching(2, 6000.0, 600.0, 1200.0, 100.0))
     rows = forecast.evaluate(
         series, methods=("last_value", "markov", "schedule"), horizons_steps=(2, 10), history=100, stride=5
     )
@@ -476,12 +480,12 @@ def test_evaluate_rows_and_lookaheads():
 
 
 def test_missing_libraries_is_empty_here():
-    assert forecast.missing_libraries() == []
+    assert forecasters.missing_libraries() == []
 
 
 def test_arima_default_is_d1_and_follows_a_level_switch():
     values = [0.0] * 60 + [1.0] * 60
-    model = forecast.Arima().fit(values)
+    model = forecasters.Arima().fit(values)
     assert model.describe()["order"][1] == 1
     assert all(abs(v - 1.0) <= 0.1 for v in model.predict(4))
 
@@ -491,5 +495,5 @@ def test_arima_kpss_keeps_a_random_walk_differenced():
     walk = [0.0]
     for _i in range(299):
         walk.append(walk[-1] + rng.gauss(0, 1))
-    model = forecast.Arima(min_d=0, max_p=1, max_q=1).fit(walk)
+    model = forecasters.Arima(min_d=0, max_p=1, max_q=1).fit(walk)
     assert model.describe()["order"][1] == 1 and model.describe()["d_selection"] == "kpss"

@@ -49,17 +49,18 @@ def forecast_workload(
     schedule_position steps into it). horizon_s: how far to forecast; None = the lookahead the backtest supports
     (or the longest of horizons_s without a backtest)."""
     from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast as fc
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast_series
 
     if method not in FORECAST_METHODS:
         raise PredictError("method: %r is not allowed; choose one of %s" % (method, ", ".join(FORECAST_METHODS)))
     if method == "schedule":
         if schedule is None:
             raise PredictError("schedule_file: method schedule needs the schedule (a job queue or schedule file)")
-        series = fc.series_from_schedule(schedule, step_s=step_s)
+        series = forecast_series.series_from_schedule(schedule, step_s=step_s)
     else:
         if not samples:
             raise PredictError("history: no workload samples for this cluster and node; run observe first")
-        series = fc.series_from_samples(samples, step_s=step_s)
+        series = forecast_series.series_from_samples(samples, step_s=step_s)
     length = len(series["t"])
     horizons = [_steps(h, step_s) for h in horizons_s]
     options = {"start_index": int(schedule_position)} if method == "schedule" else {}
@@ -84,7 +85,7 @@ def forecast_workload(
             candidates = AUTO_METHODS if method == "auto" else (method,)
             try:
                 accuracy = fc.evaluate(series, list(candidates), horizons, fields=list(fields), history=history)
-            except fc.ForecastError as exc:
+            except forecast_series.ForecastError as exc:
                 raise PredictError(str(exc)) from None
             scored = []
             for name in candidates:
@@ -121,7 +122,7 @@ def forecast_workload(
         steps = min(steps, remaining)
     try:
         future = fc.forecast(series, steps, method=method, **options)
-    except fc.ForecastError as exc:
+    except forecast_series.ForecastError as exc:
         raise PredictError(str(exc)) from None
     return {
         "method": method,
