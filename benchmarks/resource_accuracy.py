@@ -24,6 +24,7 @@ from _common import ROOT, use_collection
 
 use_collection()
 
+from ansible_collections.tactician.nosql.plugins.module_utils.models import hit_ratio
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import resource_model as rm
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import calibration as calibrate
@@ -98,7 +99,7 @@ def main():
             calibrate.load_records(dict(base, properties={"requestdistribution": "uniform"}), records)
             for dist in distributions:
                 for mix_name, mix in mixes.items():
-                    expected_hit = rm.hit_ratio(
+                    expected_hit = hit_ratio.hit_ratio(
                         dist if dist in ("uniform", "zipfian", "hotspot") else "zipfian", records, cache_items
                     )
                     params = dict(base, properties=dict(mix, requestdistribution=dist, recordcount=records))

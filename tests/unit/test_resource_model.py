@@ -11,11 +11,12 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
+from ansible_collections.tactician.nosql.plugins.module_utils.models import hit_ratio
 from ansible_collections.tactician.nosql.plugins.module_utils.models import resource_model as rm
+from ansible_collections.tactician.nosql.plugins.module_utils.models.hit_ratio import ResourceModelError
 from ansible_collections.tactician.nosql.plugins.module_utils.models.resource_model import (
     ReadModel,
     ResourceModel,
-    ResourceModelError,
     UpdateModel,
 )
 
@@ -53,81 +54,81 @@ def lru_hit_ratio(popularities, cache_items, requests, seed, warmup):
 
 @pytest.mark.parametrize("cache_items", [20, 100, 400])
 def test_che_matches_simulated_lru_on_zipfian_keys(cache_items):
-    q = rm.zipfian_popularities(2000)
+    q = hit_ratio.zipfian_popularities(2000)
     simulated = lru_hit_ratio(q, cache_items, requests=150_000, seed=7, warmup=10_000)
-    assert abs(rm.che_hit_ratio(q, cache_items) - simulated) < 0.02
+    assert abs(hit_ratio.che_hit_ratio(q, cache_items) - simulated) < 0.02
 
 
 def test_che_matches_simulated_lru_on_hotspot_keys():
-    q = rm.hotspot_popularities(2000, hot_fraction=0.2, hot_ops=0.8)
+    q = hit_ratio.hotspot_popularities(2000, hot_fraction=0.2, hot_ops=0.8)
     simulated = lru_hit_ratio(q, 300, requests=150_000, seed=11, warmup=10_000)
-    assert abs(rm.hit_ratio("hotspot", 2000, 300) - simulated) < 0.02
-    assert rm.hit_ratio("hotspot", 2000, 300) == pytest.approx(rm.che_hit_ratio(q, 300), abs=1e-9)
+    assert abs(hit_ratio.hit_ratio("hotspot", 2000, 300) - simulated) < 0.02
+    assert hit_ratio.hit_ratio("hotspot", 2000, 300) == pytest.approx(hit_ratio.che_hit_ratio(q, 300), abs=1e-9)
 
 
 def test_uniform_closed_form_and_che_agree():
-    assert rm.uniform_hit_ratio(1000, 250) == 0.25
-    assert rm.uniform_hit_ratio(1000, 5000) == 1.0
-    assert rm.hit_ratio("uniform", 4000, 1000) == 0.25
-    assert rm.che_hit_ratio(np.ones(4000), 1000) == pytest.approx(0.25, abs=1e-9)
+    assert hit_ratio.uniform_hit_ratio(1000, 250) == 0.25
+    assert hit_ratio.uniform_hit_ratio(1000, 5000) == 1.0
+    assert hit_ratio.hit_ratio("uniform", 4000, 1000) == 0.25
+    assert hit_ratio.che_hit_ratio(np.ones(4000), 1000) == pytest.approx(0.25, abs=1e-9)
 
 
 def test_che_edges():
-    q = rm.zipfian_popularities(100)
-    assert rm.che_hit_ratio(q, 0) == 0.0
-    assert rm.che_hit_ratio(q, 100) == 1.0
-    assert rm.che_hit_ratio([0.5, 0.5, 0.0], 2) == 1.0  # the never-requested key does not matter
-    assert math.isinf(rm.che_characteristic_time(q, 100))
-    assert rm.che_characteristic_time(q, 10) > 10
+    q = hit_ratio.zipfian_popularities(100)
+    assert hit_ratio.che_hit_ratio(q, 0) == 0.0
+    assert hit_ratio.che_hit_ratio(q, 100) == 1.0
+    assert hit_ratio.che_hit_ratio([0.5, 0.5, 0.0], 2) == 1.0  # the never-requested key does not matter
+    assert math.isinf(hit_ratio.che_characteristic_time(q, 100))
+    assert hit_ratio.che_characteristic_time(q, 10) > 10
 
 
 def test_popularities():
-    q = rm.zipfian_popularities(1000)
+    q = hit_ratio.zipfian_popularities(1000)
     assert q.sum() == pytest.approx(1.0)
     assert np.all(np.diff(q) < 0)
     assert q[0] / q[9] == pytest.approx(10**0.99)
-    h = rm.hotspot_popularities(1000, hot_fraction=0.2, hot_ops=0.8)
+    h = hit_ratio.hotspot_popularities(1000, hot_fraction=0.2, hot_ops=0.8)
     assert h[:200].sum() == pytest.approx(0.8)
     assert h.sum() == pytest.approx(1.0)
 
 
 def test_zipfian_million_keys():
-    hit = rm.hit_ratio("zipfian", 10**6, 10**5)
+    hit = hit_ratio.hit_ratio("zipfian", 10**6, 10**5)
     assert 0.5 < hit < 1.0
-    assert rm.hit_ratio("zipfian", 10**6, 10**5, theta=0.5) < hit
+    assert hit_ratio.hit_ratio("zipfian", 10**6, 10**5, theta=0.5) < hit
 
 
 @pytest.mark.parametrize("distribution", ["uniform", "zipfian", "hotspot"])
 @pytest.mark.parametrize("hit", [0.95, 0.7, 0.4])
 def test_records_for_hit_ratio_round_trip(distribution, hit):
     cache = 500
-    records = rm.records_for_hit_ratio(hit, cache, distribution)
+    records = hit_ratio.records_for_hit_ratio(hit, cache, distribution)
     assert records > cache
-    assert rm.hit_ratio(distribution, records, cache) == pytest.approx(hit, abs=2e-3)
+    assert hit_ratio.hit_ratio(distribution, records, cache) == pytest.approx(hit, abs=2e-3)
 
 
 def test_records_for_hit_ratio_boundary_and_limits():
-    assert rm.records_for_hit_ratio(1.0, 2_000_000) == 2_000_000
-    assert rm.records_for_hit_ratio(0.25, 2_000_000) == 8_000_000
+    assert hit_ratio.records_for_hit_ratio(1.0, 2_000_000) == 2_000_000
+    assert hit_ratio.records_for_hit_ratio(0.25, 2_000_000) == 8_000_000
     with pytest.raises(ResourceModelError, match="^hit_ratio: .*not reachable"):
-        rm.records_for_hit_ratio(0.05, 1000, "zipfian", max_records=20_000)
+        hit_ratio.records_for_hit_ratio(0.05, 1000, "zipfian", max_records=20_000)
     with pytest.raises(ResourceModelError, match=r"^hit_ratio: 0 is outside \(0, 1\]"):
-        rm.records_for_hit_ratio(0, 1000)
+        hit_ratio.records_for_hit_ratio(0, 1000)
 
 
 def test_calibration_plan():
-    plan = rm.calibration_plan(cache_items=2_000_000)
-    assert [row["hit_ratio"] for row in plan] == list(rm.DEFAULT_HIT_RATIOS)
+    plan = hit_ratio.calibration_plan(cache_items=2_000_000)
+    assert [row["hit_ratio"] for row in plan] == list(hit_ratio.DEFAULT_HIT_RATIOS)
     assert plan[0]["records"] == 2_000_000
     assert plan[-2] == {"hit_ratio": 0.25, "records": 8_000_000}
-    assert rm.calibration_plan((1.0, 0.5), cache_items=100) == [
+    assert hit_ratio.calibration_plan((1.0, 0.5), cache_items=100) == [
         {"hit_ratio": 1.0, "records": 100},
         {"hit_ratio": 0.5, "records": 200},
     ]
     with pytest.raises(ResourceModelError, match="^cache_items: required"):
-        rm.calibration_plan()
+        hit_ratio.calibration_plan()
     with pytest.raises(ResourceModelError, match=r"^hit_ratios\[1\]: 0.5 appears twice"):
-        rm.calibration_plan((0.5, 0.5), cache_items=100)
+        hit_ratio.calibration_plan((0.5, 0.5), cache_items=100)
 
 
 # Binary search ---------------------------------------------------------------------------------------------
@@ -226,7 +227,7 @@ def recording_measure(hit, known, rng, noise):
     return measure
 
 
-def calibrate_synthetic(hit_ratios=rm.DEFAULT_HIT_RATIOS, levels=rm.DEFAULT_LEVELS, noise=0.01, seed=5):
+def calibrate_synthetic(hit_ratios=hit_ratio.DEFAULT_HIT_RATIOS, levels=rm.DEFAULT_LEVELS, noise=0.01, seed=5):
     """Calibration results of the synthetic ground truth through the same binary search as the lab's."""
     rng = np.random.default_rng(seed)
     results = []
@@ -433,15 +434,15 @@ def test_errors_name_the_field(synthetic_model):
     with pytest.raises(
         ResourceModelError, match="^distribution: 'latest' is not supported; allowed: uniform, zipfian, hotspot"
     ):
-        rm.hit_ratio("latest", 100, 10)
+        hit_ratio.hit_ratio("latest", 100, 10)
     with pytest.raises(ResourceModelError, match="^theta: not an option of the uniform distribution"):
-        rm.hit_ratio("uniform", 100, 10, theta=0.9)
+        hit_ratio.hit_ratio("uniform", 100, 10, theta=0.9)
     with pytest.raises(ResourceModelError, match="^records: "):
-        rm.hit_ratio("zipfian", 0, 10)
+        hit_ratio.hit_ratio("zipfian", 0, 10)
     with pytest.raises(ResourceModelError, match="^idle_usage: 30 is not below level 20"):
         ReadModel({20: [(1.0, 100)]}, idle_usage=30)
     assert issubclass(ResourceModelError, ValueError)
-    assert rm.missing_libraries() == []
+    assert hit_ratio.missing_libraries() == []
 
 
 def test_accuracy_and_summary():

@@ -182,6 +182,7 @@ def predict_resource(
     hardware_profile=None,
 ):
     """Usage (% of the node) of a workload and, with cap, the largest throughput that keeps the node under it."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import hit_ratio as hit_ratio_mod
     from ansible_collections.tactician.nosql.plugins.module_utils.models import resource_model as rm
 
     data, metadata = modelstore.load_model(model_file, kind="resource", store=store, hardware_profile=hardware_profile)
@@ -211,7 +212,7 @@ def predict_resource(
             best = model.max_throughput(hit, share, cap)
             # None: this workload never reaches the cap by the model (no reads and updates cost nothing).
             result["max_throughput"] = None if best is None else round(float(best), 2)
-    except rm.ResourceModelError as exc:
+    except hit_ratio_mod.ResourceModelError as exc:
         raise PredictError(str(exc)) from None
     if "usage" not in result and "max_throughput" not in result:
         raise PredictError("throughput, cap: give a throughput to predict usage, or a cap for the largest throughput")

@@ -24,8 +24,6 @@ from __future__ import annotations
 import math
 import traceback
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
-
 try:
     import numpy as np
 
@@ -35,7 +33,6 @@ except ImportError:
     np = None
     HAS_NUMPY = False
     NUMPY_IMPORT_ERROR = traceback.format_exc()
-
 try:
     from scipy.interpolate import PchipInterpolator
     from scipy.optimize import brentq
@@ -46,290 +43,22 @@ except ImportError:
     PchipInterpolator = brentq = None
     HAS_SCIPY = False
     SCIPY_IMPORT_ERROR = traceback.format_exc()
+from ansible_collections.tactician.nosql.plugins.module_utils.models.hit_ratio import (
+    ResourceModelError,
+    check_count,
+    check_hit_ratio,
+    check_number,
+    check_throughput,
+    plain,
+    require_libraries,
+)
 
-DISTRIBUTIONS = ("uniform", "zipfian", "hotspot")
-DISTRIBUTION_OPTIONS = {"uniform": (), "zipfian": ("theta",), "hotspot": ("hot_fraction", "hot_ops")}
-DEFAULT_HIT_RATIOS = (1.0, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.25, 0.15)
 DEFAULT_LEVELS = (5.0, 20.0, 40.0, 60.0, 80.0)
-YCSB_ZIPFIAN_CONSTANT = 0.99
-MAX_RECORDS = 10**7
+
+
 MODEL_FORMAT = "tactician.resource/v1"
 # Relative gap put between two levels that the monotone repair pooled to the same throughput.
 _TIE_GAP = 1e-6
-
-
-class ResourceModelError(ModelError, ValueError):
-    """Bad input or an unusable model. The message starts with the field at fault."""
-
-
-def missing_libraries():
-    """[(library, traceback)] of the libraries this engine needs and cannot import (for common.fail_imports)."""
-    missing = []
-    if not HAS_NUMPY:
-        missing.append(("numpy", NUMPY_IMPORT_ERROR))
-    if not HAS_SCIPY:
-        missing.append(("scipy", SCIPY_IMPORT_ERROR))
-    return missing
-
-
-def _require():
-    missing = missing_libraries()
-    if missing:
-        raise ResourceModelError(
-            "%s: required by the resource model but not importable" % ", ".join(n for n, _tb in missing)
-        )
-
-
-# Input checks ----------------------------------------------------------------------------------------------
-
-
-def _number(field, value, low=None, high=None, low_open=False, high_open=False):
-    """value as a finite float within the bounds, or ResourceModelError naming the field."""
-    if isinstance(value, bool) or value is None:
-        raise ResourceModelError("%s: %r is not a number" % (field, value))
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ResourceModelError("%s: %r is not a number" % (field, value)) from None
-    if not math.isfinite(number):
-        raise ResourceModelError("%s: %r is not a finite number" % (field, value))
-    too_low = low is not None and (number <= low if low_open else number < low)
-    too_high = high is not None and (number >= high if high_open else number > high)
-    if too_low or too_high:
-        left = "(" if low_open else "["
-        right = ")" if high_open else "]"
-        span = "%s%s, %s%s" % (
-            left,
-            "-inf" if low is None else "%g" % low,
-            "inf" if high is None else "%g" % high,
-            right,
-        )
-        raise ResourceModelError("%s: %g is outside %s" % (field, number, span))
-    return number
-
-
-def _hit(field, value):
-    return _number(field, value, 0.0, 1.0)
-
-
-def _throughput(field, value):
-    return _number(field, value, 0.0)
-
-
-def _count(field, value, minimum=1):
-    if isinstance(value, bool):
-        raise ResourceModelError("%s: %r is not a whole number" % (field, value))
-    number = _number(field, value, minimum)
-    if number != int(number):
-        raise ResourceModelError("%s: %r is not a whole number" % (field, value))
-    return int(number)
-
-
-def _distribution(value):
-    if value not in DISTRIBUTIONS:
-        raise ResourceModelError("distribution: %r is not supported; allowed: %s" % (value, ", ".join(DISTRIBUTIONS)))
-    return value
-
-
-def _options(distribution, options):
-    allowed = DISTRIBUTION_OPTIONS[distribution]
-    for name in options:
-        if name not in allowed:
-            raise ResourceModelError(
-                "%s: not an option of the %s distribution; allowed: %s"
-                % (name, distribution, ", ".join(allowed) if allowed else "none")
-            )
-    return options
-
-
-def _plain(value):
-    """value with numpy scalars and arrays turned into plain JSON types (tuples become lists)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if HAS_NUMPY and isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if HAS_NUMPY and isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-# Che's approximation ---------------------------------------------------------------------------------------
-
-
-def _che(values, counts, cache_items):
-    """(hit ratio, characteristic time) of an LRU cache of cache_items over keys of popularity `values`.
-
-    counts[i] keys share popularity values[i] (None: one key each); popularities are normalised here."""
-    values = np.asarray(values, dtype=float)
-    counts = np.ones_like(values) if counts is None else np.asarray(counts, dtype=float)
-    total = float(np.dot(values, counts))
-    keys = float(counts.sum())
-    if cache_items <= 0:
-        return 0.0, 0.0
-    if cache_items >= keys:
-        return 1.0, math.inf
-    q = values / total
-    positive = q > 0
-    if cache_items >= float(counts[positive].sum()):
-        # every key that is ever requested fits: LRU keeps all of them.
-        return 1.0, math.inf
-
-    def filled(t):
-        return float(np.dot(counts, -np.expm1(-q * t))) - cache_items
-
-    # sum_i (1 - exp(-q_i T)) <= T sum_i q_i = T, so T >= C; double the upper end until it brackets the root.
-    low = float(cache_items)
-    high = 2.0 * low
-    for _i in range(2000):
-        if filled(high) > 0:
-            break
-        low, high = high, high * 2.0
-    t = brentq(filled, low, high, xtol=1e-12 * high, rtol=1e-12, maxiter=500)
-    hit = float(np.dot(counts * q, -np.expm1(-q * t)))
-    return min(1.0, max(0.0, hit)), float(t)
-
-
-def che_hit_ratio(popularities, cache_items):
-    """Hit ratio of an LRU cache of cache_items items over keys requested with the given popularities.
-
-    Che, Tung & Wang (2002): the characteristic time T solves sum_i (1 - exp(-q_i T)) = C and the hit ratio is
-    sum_i q_i (1 - exp(-q_i T)), q normalised to sum 1. Vectorised; fine for a million keys."""
-    _require()
-    cache = _number("cache_items", cache_items, 0.0)
-    q = np.asarray(popularities, dtype=float).ravel()
-    if q.size == 0:
-        raise ResourceModelError("popularities: empty; give one popularity per key")
-    if not np.all(np.isfinite(q)) or np.any(q < 0) or q.sum() <= 0:
-        raise ResourceModelError("popularities: must be finite, >= 0 and not all 0")
-    return _che(q, None, cache)[0]
-
-
-def che_characteristic_time(popularities, cache_items):
-    """The characteristic time T of Che's approximation (inf when every requested key fits in the cache)."""
-    _require()
-    cache = _number("cache_items", cache_items, 0.0)
-    q = np.asarray(popularities, dtype=float).ravel()
-    if q.size == 0 or not np.all(np.isfinite(q)) or np.any(q < 0) or q.sum() <= 0:
-        raise ResourceModelError("popularities: must be a non-empty list of finite numbers >= 0, not all 0")
-    return _che(q, None, cache)[1]
-
-
-def uniform_hit_ratio(records, cache_items):
-    """Hit ratio of an LRU cache over uniformly requested keys: min(1, C / N) (Che's approximation is exact here)."""
-    n = _count("records", records)
-    cache = _number("cache_items", cache_items, 0.0)
-    return min(1.0, cache / n)
-
-
-def zipfian_popularities(n, theta=YCSB_ZIPFIAN_CONSTANT):
-    """Popularity of each of n keys under a zipfian law, q_i proportional to 1 / i^theta (YCSB's 0.99)."""
-    _require()
-    n = _count("records", n)
-    theta = _number("theta", theta, 0.0)
-    ranks = np.arange(1, n + 1, dtype=float)
-    q = ranks**-theta
-    return q / q.sum()
-
-
-def _hotspot_groups(n, hot_fraction, hot_ops):
-    """(values, counts): the hot keys share hot_ops of the requests, the others the rest (YCSB's hotspot)."""
-    hot = int(n * hot_fraction)
-    if hot <= 0 or hot >= n:
-        return np.array([1.0 / n]), np.array([float(n)])
-    return np.array([hot_ops / hot, (1.0 - hot_ops) / (n - hot)]), np.array([float(hot), float(n - hot)])
-
-
-def hotspot_popularities(n, hot_fraction=0.2, hot_ops=0.8):
-    """Popularity of each of n keys when hot_ops of the requests go to the first hot_fraction of the keys."""
-    _require()
-    n = _count("records", n)
-    hot_fraction = _number("hot_fraction", hot_fraction, 0.0, 1.0)
-    hot_ops = _number("hot_ops", hot_ops, 0.0, 1.0)
-    values, counts = _hotspot_groups(n, hot_fraction, hot_ops)
-    return np.repeat(values, counts.astype(int))
-
-
-def hit_ratio(distribution, records, cache_items, **options):
-    """Hit ratio of an LRU cache of cache_items items over `records` keys requested with `distribution`.
-
-    distribution: uniform (closed form), zipfian (option theta) or hotspot (options hot_fraction, hot_ops)."""
-    _distribution(distribution)
-    _options(distribution, options)
-    n = _count("records", records)
-    cache = _number("cache_items", cache_items, 0.0)
-    if distribution == "uniform":
-        return uniform_hit_ratio(n, cache)
-    _require()
-    if cache >= n:
-        return 1.0
-    if distribution == "zipfian":
-        return _che(zipfian_popularities(n, options.get("theta", YCSB_ZIPFIAN_CONSTANT)), None, cache)[0]
-    hot_fraction = _number("hot_fraction", options.get("hot_fraction", 0.2), 0.0, 1.0)
-    hot_ops = _number("hot_ops", options.get("hot_ops", 0.8), 0.0, 1.0)
-    values, counts = _hotspot_groups(n, hot_fraction, hot_ops)
-    return _che(values, counts, cache)[0]
-
-
-def records_for_hit_ratio(hit, cache_items, distribution="uniform", max_records=MAX_RECORDS, **options):
-    """Number of keys that gives an LRU cache of cache_items items the hit ratio `hit` (inverse of hit_ratio).
-
-    hit 1.0 gives cache_items (the boundary point: the largest data size that still fits). Uniform keys use the
-    closed form C / hit; the other distributions a bisection on the number of keys (up to max_records)."""
-    _distribution(distribution)
-    _options(distribution, options)
-    hit = _number("hit_ratio", hit, 0.0, 1.0, low_open=True)
-    cache = _count("cache_items", cache_items)
-    if hit >= 1.0:
-        return cache
-    if distribution == "uniform":
-        return max(cache, int(round(cache / hit)))
-    limit = _count("max_records", max_records)
-
-    def at(n):
-        return hit_ratio(distribution, n, cache, **options)
-
-    low, high = cache, min(limit, 2 * cache)
-    while at(high) > hit:
-        if high >= limit:
-            raise ResourceModelError(
-                "hit_ratio: %g is not reachable with %s keys and a cache of %d items within max_records=%d"
-                % (hit, distribution, cache, limit)
-            )
-        low, high = high, min(limit, 2 * high)
-    # at(low) > hit >= at(high): halve until the bracket is one key wide or 0.01 % of its size.
-    while high - low > max(1, int(1e-4 * low)):
-        middle = (low + high) // 2
-        if at(middle) > hit:
-            low = middle
-        else:
-            high = middle
-    return low if abs(at(low) - hit) <= abs(at(high) - hit) else high
-
-
-def calibration_plan(hit_ratios=DEFAULT_HIT_RATIOS, cache_items=None, distribution="uniform", **options):
-    """Data sizes of the read-model calibration: [{"hit_ratio", "records"}] in the order of hit_ratios.
-
-    The paper's defaults are 100, 95, 90, 80, 70, 60, 50, 40, 25 and 15 % (dense right after the boundary point,
-    sparse in the flat tail); the caller may pass fewer. cache_items is the cache capacity in records."""
-    if cache_items is None:
-        raise ResourceModelError("cache_items: required (the cache capacity in records)")
-    if isinstance(hit_ratios, (str, bytes)) or not hasattr(hit_ratios, "__iter__"):
-        raise ResourceModelError("hit_ratios: %r is not a list of hit ratios" % (hit_ratios,))
-    plan, seen = [], set()
-    for index, value in enumerate(hit_ratios):
-        hit = _number("hit_ratios[%d]" % index, value, 0.0, 1.0, low_open=True)
-        if hit in seen:
-            raise ResourceModelError("hit_ratios[%d]: %g appears twice" % (index, hit))
-        seen.add(hit)
-        plan.append({"hit_ratio": hit, "records": records_for_hit_ratio(hit, cache_items, distribution, **options)})
-    if not plan:
-        raise ResourceModelError("hit_ratios: empty; give at least one hit ratio in (0, 1]")
-    return plan
-
-
-# Calibration search ----------------------------------------------------------------------------------------
 
 
 def _isotonic(values):
@@ -374,22 +103,24 @@ def binary_search_throughput(measure, level, low, high, tolerance=2.5, max_probe
     "reason"}."""
     if not callable(measure):
         raise ResourceModelError("measure: %r is not callable" % (measure,))
-    level = _number("level", level, 0.0, 100.0, low_open=True)
-    low = _throughput("low", low)
-    high = _number("high", high, low, low_open=True)
-    tolerance = _number("tolerance", tolerance, 0.0)
-    max_probes = _count("max_probes", max_probes, 1)
+    level = check_number("level", level, 0.0, 100.0, low_open=True)
+    low = check_throughput("low", low)
+    high = check_number("high", high, low, low_open=True)
+    tolerance = check_number("tolerance", tolerance, 0.0)
+    max_probes = check_count("max_probes", max_probes, 1)
     points = []
     for index, pair in enumerate(known or ()):
         try:
             tput, usage = pair
         except (TypeError, ValueError):
             raise ResourceModelError("known[%d]: %r is not a (throughput, usage) pair" % (index, pair)) from None
-        points.append((_throughput("known[%d] throughput" % index, tput), _number("known[%d] usage" % index, usage)))
+        points.append(
+            (check_throughput("known[%d] throughput" % index, tput), check_number("known[%d] usage" % index, usage))
+        )
     probes = []
 
     def probe(tput):
-        usage = _number("measure", measure(tput))
+        usage = check_number("measure", measure(tput))
         probes.append((tput, usage))
         points.append((tput, usage))
         return usage
@@ -399,7 +130,7 @@ def binary_search_throughput(measure, level, low, high, tolerance=2.5, max_probe
 
     assumed = None
     if low_usage is not None:
-        points.append((low, _number("low_usage", low_usage)))
+        points.append((low, check_number("low_usage", low_usage)))
     elif not has(low) and low == 0:
         assumed = (0.0, 0.0)
         points.append(assumed)
@@ -452,9 +183,6 @@ def binary_search_throughput(measure, level, low, high, tolerance=2.5, max_probe
         probe(_midpoint(t_low, t_high))
 
 
-# Read model ------------------------------------------------------------------------------------------------
-
-
 def _isotonic_rows(matrix):
     """Column-wise non-decreasing least-squares fit over the rows of a (k, m) array (max-min formula)."""
     k = matrix.shape[0]
@@ -483,15 +211,15 @@ class ReadModel:
     throughputs are repaired by an isotonic fit over the levels and a warning is recorded."""
 
     def __init__(self, points, idle_usage=0.0, warnings=None):
-        _require()
+        require_libraries()
         if not isinstance(points, dict) or not points:
             raise ResourceModelError(
                 "points: needs a mapping {level: [(hit_ratio, throughput), ...]} of at least one level"
             )
-        self.idle_usage = _number("idle_usage", idle_usage, 0.0, 100.0)
+        self.idle_usage = check_number("idle_usage", idle_usage, 0.0, 100.0)
         table = {}
         for key, rows in points.items():
-            level = _number("points level", key, 0.0, 100.0, low_open=True)
+            level = check_number("points level", key, 0.0, 100.0, low_open=True)
             if level <= self.idle_usage:
                 raise ResourceModelError(
                     "idle_usage: %g is not below level %g; drop the levels at or below the idle usage"
@@ -511,8 +239,8 @@ class ReadModel:
                     ) from None
                 clean.append(
                     (
-                        _hit("points[%g][%d] hit_ratio" % (level, index), hit),
-                        _number("points[%g][%d] throughput" % (level, index), tput, 0.0, low_open=True),
+                        check_hit_ratio("points[%g][%d] hit_ratio" % (level, index), hit),
+                        check_number("points[%g][%d] throughput" % (level, index), tput, 0.0, low_open=True),
                     )
                 )
             if not clean:
@@ -608,8 +336,8 @@ class ReadModel:
 
     def usage_detail(self, hit, throughput):
         """{"usage", "extrapolated" (above the highest level), "hit_clamped" (outside the calibrated range)}."""
-        hit = _hit("hit_ratio", hit)
-        throughput = _throughput("throughput", throughput)
+        hit = check_hit_ratio("hit_ratio", hit)
+        throughput = check_throughput("throughput", throughput)
         usage, extrapolated = self.usage_many([hit], [throughput])
         low, high = self.hit_range()
         return {
@@ -625,7 +353,7 @@ class ReadModel:
     def max_throughput_many(self, hits, cap):
         """Vectorised max_throughput: (throughput array, extrapolated bool array) for an array of hit ratios."""
         hits = self._check_hits(hits)
-        cap = _number("cap", cap, 0.0)
+        cap = check_number("cap", cap, 0.0)
         table, usages = self._augmented(hits)
         k = len(self.levels)
         if cap <= self.idle_usage:
@@ -638,7 +366,7 @@ class ReadModel:
 
     def max_throughput_detail(self, hit, cap):
         """{"throughput", "extrapolated"}: the largest read throughput whose predicted usage stays <= cap."""
-        hit = _hit("hit_ratio", hit)
+        hit = check_hit_ratio("hit_ratio", hit)
         tput, extrapolated = self.max_throughput_many([hit], cap)
         return {"throughput": float(tput[0]), "extrapolated": bool(extrapolated[0])}
 
@@ -660,7 +388,7 @@ def fit_read_model(results, idle_usage=0.0):
 
     Points that did not converge, have no hit ratio or no throughput, or whose level is not above the idle usage
     are dropped, each drop recorded in the model's warnings."""
-    idle = _number("idle_usage", idle_usage, 0.0, 100.0)
+    idle = check_number("idle_usage", idle_usage, 0.0, 100.0)
     if isinstance(results, (str, bytes, dict)) or not hasattr(results, "__iter__"):
         raise ResourceModelError("results: %r is not a list of calibration results" % (results,))
     points, dropped = {}, []
@@ -672,7 +400,7 @@ def fit_read_model(results, idle_usage=0.0):
         for key in ("hit_ratio", "level", "throughput"):
             if key not in row:
                 raise ResourceModelError("results[%d].%s: missing" % (index, key))
-        level = _number("results[%d].level" % index, row["level"], 0.0, 100.0, low_open=True)
+        level = check_number("results[%d].level" % index, row["level"], 0.0, 100.0, low_open=True)
         label = "level %g at hit ratio %s" % (level, row["hit_ratio"])
         if not row.get("converged", True):
             dropped.append("%s (%s)" % (label, row.get("reason") or "not converged"))
@@ -680,8 +408,8 @@ def fit_read_model(results, idle_usage=0.0):
         if row["hit_ratio"] is None or row["throughput"] is None:
             dropped.append("%s (no %s)" % (label, "hit ratio" if row["hit_ratio"] is None else "throughput"))
             continue
-        hit = _hit("results[%d].hit_ratio" % index, row["hit_ratio"])
-        tput = _throughput("results[%d].throughput" % index, row["throughput"])
+        hit = check_hit_ratio("results[%d].hit_ratio" % index, row["hit_ratio"])
+        tput = check_throughput("results[%d].throughput" % index, row["throughput"])
         if tput <= 0:
             dropped.append("%s (throughput 0)" % label)
             continue
@@ -698,23 +426,20 @@ def fit_read_model(results, idle_usage=0.0):
     return ReadModel(points, idle_usage=idle, warnings=warnings)
 
 
-# Update model ----------------------------------------------------------------------------------------------
-
-
 class UpdateModel:
     """Update usage linear in update throughput: usage = intercept + slope * throughput (slope >= 0)."""
 
     def __init__(self, intercept, slope, r2=None, n=0, warnings=None):
-        self.intercept = _number("intercept", intercept)
-        self.slope = _number("slope", slope, 0.0)
-        self.r2 = None if r2 is None else _number("r2", r2)
-        self.n = _count("n", n, 0)
+        self.intercept = check_number("intercept", intercept)
+        self.slope = check_number("slope", slope, 0.0)
+        self.r2 = None if r2 is None else check_number("r2", r2)
+        self.n = check_count("n", n, 0)
         self.warnings = list(warnings or [])
 
     @classmethod
     def fit(cls, points):
         """Least-squares fit of [(update throughput, usage)]; a negative slope is replaced by 0 (with a warning)."""
-        _require()
+        require_libraries()
         if isinstance(points, (str, bytes, dict)) or not hasattr(points, "__iter__"):
             raise ResourceModelError("points: %r is not a list of (throughput, usage)" % (points,))
         xs, ys = [], []
@@ -723,8 +448,8 @@ class UpdateModel:
                 tput, usage = pair
             except (TypeError, ValueError):
                 raise ResourceModelError("points[%d]: %r is not a (throughput, usage) pair" % (index, pair)) from None
-            xs.append(_throughput("points[%d] throughput" % index, tput))
-            ys.append(_number("points[%d] usage" % index, usage))
+            xs.append(check_throughput("points[%d] throughput" % index, tput))
+            ys.append(check_number("points[%d] usage" % index, usage))
         if len(set(xs)) < 2:
             raise ResourceModelError("points: the update model needs at least two different update throughputs")
         x, y = np.array(xs), np.array(ys)
@@ -740,11 +465,11 @@ class UpdateModel:
 
     def usage(self, throughput):
         """Predicted usage (%) of an update throughput, idle part (the intercept) included."""
-        return self.intercept + self.slope * _throughput("update_throughput", throughput)
+        return self.intercept + self.slope * check_throughput("update_throughput", throughput)
 
     def max_throughput(self, cap):
         """Largest update throughput with usage <= cap; 0 when cap <= intercept, None when the slope is 0."""
-        cap = _number("cap", cap, 0.0)
+        cap = check_number("cap", cap, 0.0)
         if cap <= self.intercept:
             return 0.0
         if self.slope == 0:
@@ -770,9 +495,6 @@ class UpdateModel:
         return cls(data["intercept"], data["slope"], data.get("r2"), data.get("n", 0), data.get("warnings"))
 
 
-# Whole model -----------------------------------------------------------------------------------------------
-
-
 class ResourceModel:
     """Usage of a node = read usage + update usage (the write and read paths are mostly separate).
 
@@ -793,7 +515,7 @@ class ResourceModel:
             raise ResourceModelError("profile: %r is not a mapping" % (profile,))
         self.read = read
         self.update = update
-        self.profile = _plain(dict(profile or {}))
+        self.profile = plain(dict(profile or {}))
 
     def _update_slope(self, update_throughput):
         if update_throughput > 0 and self.update is None:
@@ -802,9 +524,9 @@ class ResourceModel:
 
     def usage_detail(self, hit_ratio, read_throughput, update_throughput=0.0):
         """{"usage", "read_usage", "update_usage", "extrapolated", "hit_clamped"} of a read + update load."""
-        hit = _hit("hit_ratio", hit_ratio)
-        reads = _throughput("read_throughput", read_throughput)
-        updates = _throughput("update_throughput", update_throughput)
+        hit = check_hit_ratio("hit_ratio", hit_ratio)
+        reads = check_throughput("read_throughput", read_throughput)
+        updates = check_throughput("update_throughput", update_throughput)
         slope = self._update_slope(updates)
         read = self.read.usage_detail(hit, reads)
         update_usage = slope * updates
@@ -825,8 +547,8 @@ class ResourceModel:
 
     def usage_of_workload(self, hit_ratio, throughput, read_ratio):
         """Predicted usage (%) of a total throughput of which read_ratio are reads and the rest updates."""
-        total = _throughput("throughput", throughput)
-        ratio = _number("read_ratio", read_ratio, 0.0, 1.0)
+        total = check_throughput("throughput", throughput)
+        ratio = check_number("read_ratio", read_ratio, 0.0, 1.0)
         return self.usage(hit_ratio, total * ratio, total * (1.0 - ratio))
 
     def max_throughput(self, hit_ratio, read_ratio, cap):
@@ -834,9 +556,9 @@ class ResourceModel:
 
         Bisection on the monotone usage; 0 when even no load exceeds the cap, None when usage never reaches the
         cap (no reads and an update slope of 0)."""
-        hit = _hit("hit_ratio", hit_ratio)
-        ratio = _number("read_ratio", read_ratio, 0.0, 1.0)
-        cap = _number("cap", cap, 0.0)
+        hit = check_hit_ratio("hit_ratio", hit_ratio)
+        ratio = check_number("read_ratio", read_ratio, 0.0, 1.0)
+        cap = check_number("cap", cap, 0.0)
         if ratio < 1.0 and self.update is None:
             raise ResourceModelError("read_ratio: %g leaves updates, but the model has no update model" % ratio)
         slope = 0.0 if self.update is None else self.update.slope
@@ -874,7 +596,7 @@ class ResourceModel:
             "idle_usage": float(self.read.idle_usage),
             "update": None if self.update is None else self.update.to_dict(),
             "warnings": list(self.read.warnings),
-            "profile": _plain(self.profile),
+            "profile": plain(self.profile),
         }
 
     @classmethod
@@ -890,9 +612,9 @@ class ResourceModel:
         for index, row in enumerate(data["points"] or ()):
             if not isinstance(row, dict) or not all(k in row for k in ("level", "hit_ratio", "throughput")):
                 raise ResourceModelError("points[%d]: %r needs level, hit_ratio and throughput" % (index, row))
-            level = _number("points[%d].level" % index, row["level"], 0.0, 100.0, low_open=True)
+            level = check_number("points[%d].level" % index, row["level"], 0.0, 100.0, low_open=True)
             points.setdefault(level, []).append((row["hit_ratio"], row["throughput"]))
-        levels = sorted(_number("levels", level) for level in data["levels"] or ())
+        levels = sorted(check_number("levels", level) for level in data["levels"] or ())
         if levels != sorted(points):
             raise ResourceModelError("levels: %s do not match the levels of the points %s" % (levels, sorted(points)))
         read = ReadModel(points, idle_usage=data.get("idle_usage", 0.0), warnings=data.get("warnings"))
@@ -900,13 +622,10 @@ class ResourceModel:
         return cls(read, update, data.get("profile"))
 
 
-# Accuracy --------------------------------------------------------------------------------------------------
-
-
 def accuracy(predicted, observed):
     """1 - |predicted - observed| / observed, clipped to [0, 1]; observed 0 gives 1 when predicted is 0, else 0."""
-    predicted = _number("predicted", predicted)
-    observed = _number("observed", observed, 0.0)
+    predicted = check_number("predicted", predicted)
+    observed = check_number("observed", observed, 0.0)
     if observed == 0:
         return 1.0 if predicted == 0 else 0.0
     return min(1.0, max(0.0, 1.0 - abs(predicted - observed) / observed))
@@ -920,13 +639,13 @@ def summarize(rows):
     for index, row in enumerate(rows):
         if isinstance(row, dict):
             if "accuracy" in row:
-                values.append(_number("rows[%d].accuracy" % index, row["accuracy"], 0.0, 1.0))
+                values.append(check_number("rows[%d].accuracy" % index, row["accuracy"], 0.0, 1.0))
             elif "predicted" in row and "observed" in row:
                 values.append(accuracy(row["predicted"], row["observed"]))
             else:
                 raise ResourceModelError("rows[%d]: needs accuracy, or predicted and observed" % index)
         else:
-            values.append(_number("rows[%d]" % index, row, 0.0, 1.0))
+            values.append(check_number("rows[%d]" % index, row, 0.0, 1.0))
     n = len(values)
     if not n:
         return {"mean": None, "sd": None, "min": None, "max": None, "n": 0}

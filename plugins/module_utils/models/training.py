@@ -189,6 +189,7 @@ def fit_resource(data, store, store_version, hardware, model_file=None):
 
     data: {"read": [{level, throughput, usage, hit_ratio, converged, records}], "update": [{throughput or
     writes_per_s, usage}], "idle_usage", "cache_items"}. Returns (document, summary lines)."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import hit_ratio
     from ansible_collections.tactician.nosql.plugins.module_utils.models import resource_model as rm
 
     if not isinstance(data, dict) or not data.get("read"):
@@ -219,7 +220,7 @@ def fit_resource(data, store, store_version, hardware, model_file=None):
         read = rm.fit_read_model(read_rows, idle_usage=idle)
         update = rm.UpdateModel.fit(update_points) if update_points else None
         model = rm.ResourceModel(read, update, hardware)
-    except rm.ResourceModelError as exc:
+    except hit_ratio.ResourceModelError as exc:
         raise ModelingError(str(exc)) from None
     rows = {"read": read_rows, "update": update_points, "idle_usage": idle, "cache_items": data.get("cache_items")}
     metrics = {"levels": sorted({r["level"] for r in read_rows if r["converged"]})}
