@@ -52,7 +52,7 @@ import _control
 import numpy as np
 import yaml
 
-from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
+from ansible_collections.tactician.nosql.plugins.module_utils.core import replication
 from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast_series
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
@@ -144,10 +144,12 @@ class Cluster:
         self.sets, self.rf = cluster(store)
         self.sizes = [len(s) for s in self.sets]
         self.nodes = sum(self.sizes)
-        rule = rolling.batch_rule(len(self.sets), cl, self.nodes, sets=len(self.sets), nodes_per_set=max(self.sizes))
+        rule = replication.batch_rule(
+            len(self.sets), cl, self.nodes, sets=len(self.sets), nodes_per_set=max(self.sizes)
+        )
         self.batch_sets = rule["batch_sets"]
         self.set_rule = rule["rule"]
-        self.node_rule = rolling.batch_rule(self.rf, cl, self.nodes)
+        self.node_rule = replication.batch_rule(self.rf, cl, self.nodes)
         self.truth = Predictor(store, vms)
 
     def ops(self, assignment, ratio, predictor=None):

@@ -45,7 +45,7 @@ import _control
 import hetero_perf
 import plan_dynamic
 
-from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
+from ansible_collections.tactician.nosql.plugins.module_utils.core import replication
 from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast_series
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
@@ -78,7 +78,7 @@ def part_forecast(size, seed):
     """IRIS Fig. 7: [(level, mean gain vs static, min, max, mean ours / best)]."""
     duration = 3600.0 if size == "short" else 4 * 3600.0
     ratios = hpc_ratios(duration, seed)
-    rule = rolling.batch_rule(3, "ONE", 3)
+    rule = replication.batch_rule(3, "ONE", 3)
     roll = planner.Roll(nodes=3, batch=rule["batch"], restart_s=70.0)
     sim = plan_dynamic.Simulation(plan_dynamic.SyntheticThroughput(3), None, ratios, roll, None, seed)
     base = planner.baselines(sim.line, 0, sim.static, sim.optimum)
@@ -127,7 +127,7 @@ def duration_trace(write_s, phase_s=180.0, read=0.95, write=0.05):
 def part_duration(size, seed, restart_s=30.0):
     """IRIS Fig. 8: [(x = actual - predicted write duration, gain of the plan vs static-optimized)]."""
     actual = duration_trace(180.0)
-    rule = rolling.batch_rule(3, "ONE", 3)
+    rule = replication.batch_rule(3, "ONE", 3)
     roll = planner.Roll(nodes=3, batch=rule["batch"], restart_s=restart_s)
     sim = plan_dynamic.Simulation(plan_dynamic.SyntheticThroughput(3), None, actual, roll, None, seed)
     base = planner.baselines(sim.line, 0, sim.static, sim.optimum)

@@ -53,7 +53,7 @@ use_collection()
 
 import numpy as np
 
-from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
+from ansible_collections.tactician.nosql.plugins.module_utils.core import replication
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast, forecast_series, surrogate_design
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
@@ -295,7 +295,7 @@ def main():
     started = time.time()
     f_ops, catalog, feasible, model_note = load_surrogate(args.model, args.nodes, args.f_ops)
     print(model_note)
-    rule = rolling.batch_rule(args.rf, args.cl, args.nodes)
+    rule = replication.batch_rule(args.rf, args.cl, args.nodes)
     roll = planner.Roll(nodes=args.nodes, batch=rule["batch"], restart_s=args.restart_s)
     lookahead = int(args.lookahead_s // STEP_S)
     duration = 3600.0 if args.short else 4 * 3600.0

@@ -45,7 +45,7 @@ use_collection()
 import _control
 import plan_dynamic
 
-from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
+from ansible_collections.tactician.nosql.plugins.module_utils.core import replication
 from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast_series
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
@@ -79,14 +79,14 @@ def allocated_ring(nodes, rf=RF):
 def roll_for(mode, nodes, cl, restart_s, configs):
     """(Roll, layouts or None, rule text) of a mode on a cluster of nodes."""
     if mode == "rolling":
-        rule = rolling.batch_rule(RF, cl, nodes)
+        rule = replication.batch_rule(RF, cl, nodes)
         return planner.Roll(nodes=nodes, batch=rule["batch"], restart_s=restart_s), None, rule["rule"]
     if mode == "aggressive":
         roll = planner.Roll(nodes=nodes, batch=nodes, restart_s=restart_s)
         return roll, None, "aggressive: %d of %d nodes at a time" % (nodes, nodes)
     sets = hetero.complete_sets(hetero.cassandra_replicas(allocated_ring(nodes), RF))
     sizes = [len(s) for s in sets]
-    rule = rolling.batch_rule(len(sets), cl, nodes, sets=len(sets), nodes_per_set=max(sizes))
+    rule = replication.batch_rule(len(sets), cl, nodes, sets=len(sets), nodes_per_set=max(sizes))
     assignments = [tuple((0, c) for _s in sets) for c in range(configs)]
     layouts = hetero.set_layouts(assignments, sizes, rule["batch_sets"], t_config_s=restart_s, t_vm_s=restart_s)
     roll = planner.Roll(nodes=nodes, batch=rule["batch"], restart_s=restart_s)
@@ -164,7 +164,7 @@ def main():
         f_ops, catalog, feasible = plan_dynamic.SyntheticThroughput(base_nodes), None, None
         note = "model: the synthetic function (IRIS Fig. 1 trade-offs, benchmarks/plan_dynamic.py SYNTHETIC)"
     print(note)
-    rule = rolling.batch_rule(RF, "ONE", base_nodes)
+    rule = replication.batch_rule(RF, "ONE", base_nodes)
     roll = planner.Roll(nodes=base_nodes, batch=rule["batch"], restart_s=args.restart_s)
     sim = plan_dynamic.Simulation(f_ops, catalog, ratios, roll, feasible, args.seed)
     lookahead = int(args.lookahead_s // STEP_S)

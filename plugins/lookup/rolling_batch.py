@@ -145,7 +145,7 @@ _raw:
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.tactician.nosql.plugins.module_utils.apply.rolling import RollingError, batch_rule
+from ansible_collections.tactician.nosql.plugins.module_utils.core.replication import ReplicationError, batch_rule
 
 OPTIONS = ("rf", "cl", "nodes", "sets", "nodes_per_set", "aggressive", "aggressive_batch", "local_dc")
 
@@ -158,7 +158,7 @@ def rolling_batch(rf=None, cl=None, nodes=None, **options):
         raise AnsibleLookupError("rolling_batch: rf: give the replication factor (a number or {dc: replicas})")
     try:
         return [batch_rule(rf, cl, nodes, **options)]
-    except RollingError as exc:
+    except ReplicationError as exc:
         raise AnsibleLookupError("rolling_batch: %s" % exc) from None
 
 

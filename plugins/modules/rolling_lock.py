@@ -124,9 +124,9 @@ path:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.apply.rolling import (
+from ansible_collections.tactician.nosql.plugins.module_utils.apply.lock import (
     DEFAULT_TTL,
-    RollingError,
+    LockError,
     RollingLock,
     controller_pid,
 )
@@ -162,7 +162,7 @@ def main():
             result = lock.acquire(run_id=params["run_id"], check_mode=module.check_mode, force=params["force"])
         else:
             result = lock.release(run_id=params["run_id"], force=params["force"], check_mode=module.check_mode)
-    except RollingError as exc:
+    except LockError as exc:
         module.fail_json(msg=str(exc))
     if module._diff:
         result["diff"] = dict(before=before or {}, after=result["lock"] or {})

@@ -19,3 +19,19 @@ def number(field, value, error=ValueError, minimum=None, above=None, integer=Fal
     if above is not None and value <= above:
         raise error("%s: %r must be greater than %s" % (field, value, above))
     return int(value) if integer else float(value)
+
+
+def whole(field, value, error=ValueError, minimum=1):
+    """value as an int >= minimum, from an int or a string of digits (not a bool); else error(message) naming
+    field, the value and the minimum."""
+    if isinstance(value, bool):
+        number = None
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    else:
+        number = None
+    if number is None or number < minimum:
+        raise error("%s: %r is not a whole number >= %d" % (field, value, minimum))
+    return number

@@ -26,6 +26,7 @@ import collections
 import math
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import replication
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
@@ -372,7 +373,7 @@ def make_plan(
 
 
 # ------------------------------------------------------------------------------------------------ entry point
-def _cluster_roll(cluster, rolling):
+def _cluster_roll(cluster):
     """(Roll, cluster facts) from the plan module's cluster option."""
     cluster = dict(cluster or {})
     nodes = cluster.get("nodes", 1)
@@ -383,7 +384,7 @@ def _cluster_roll(cluster, rolling):
     rf = cluster.get("rf", min(3, count))
     cl = str(cluster.get("cl", "ONE")).upper()
     try:
-        rule = rolling.batch_rule(
+        rule = replication.batch_rule(
             rf,
             cl,
             hosts if hosts is not None else count,
@@ -391,7 +392,7 @@ def _cluster_roll(cluster, rolling):
             aggressive=bool(cluster.get("aggressive", False)),
             aggressive_batch=cluster.get("aggressive_batch"),
         )
-    except rolling.RollingError as exc:
+    except replication.ReplicationError as exc:
         raise PlanningError("cluster.%s" % exc) from None
     try:
         restart_s = float(cluster.get("restart_s", 60.0))
@@ -443,7 +444,6 @@ def run_plan(
     tactic (the tactic advisor on one sample; tactic = {sample, state_file, outcome, saturation,
     oscillation_window_s, oscillation_penalty, bootstrap (labelled runs, or the path of their file),
     knowledge_base})."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
     from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
     from ansible_collections.tactician.nosql.plugins.module_utils.models import (
         advisor,
@@ -512,7 +512,7 @@ def run_plan(
             fixed=fixed,
             seed=seed,
         )
-    roll, facts = _cluster_roll(cluster, rolling)
+    roll, facts = _cluster_roll(cluster)
     cluster_model = None
     if cluster_model_file:
         cdata, _meta = modelstore.load_model(cluster_model_file, kind="cluster_surrogate", store=store)
@@ -634,7 +634,7 @@ def _model_facts(model_file, metadata):
 def _hetero(loaded, workload, current, cluster, options, *, store, store_version, start, fixed, seed):
     """The plan document of mode heterogeneous (loaded: the surrogate and what came with it)."""
     catalog, model, hardware = loaded.catalog, loaded.model, loaded.hardware
-    from ansible_collections.tactician.nosql.plugins.module_utils.apply import rolling
+    from ansible_collections.tactician.nosql.plugins.module_utils.core import replication
     from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_features
     from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
     from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes
@@ -651,7 +651,7 @@ def _hetero(loaded, workload, current, cluster, options, *, store, store_version
     cluster = dict(cluster or {})
     cl = str(cluster.get("cl", "ONE")).upper()
     try:
-        rule = rolling.batch_rule(
+        rule = replication.batch_rule(
             len(sets),
             cl,
             hosts,
@@ -659,7 +659,7 @@ def _hetero(loaded, workload, current, cluster, options, *, store, store_version
             nodes_per_set=max(len(s) for s in sets),
             aggressive=bool(cluster.get("aggressive", False)),
         )
-    except rolling.RollingError as exc:
+    except replication.ReplicationError as exc:
         raise PlanningError("cluster.%s" % exc) from None
     try:
         current_full = model.space.complete(current or {}, hardware or None)
