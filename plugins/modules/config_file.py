@@ -188,7 +188,7 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.apply import configfile
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import config_base, configfile
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
 
 
@@ -216,7 +216,7 @@ def main():
     )
     params = module.params
     if params["format"] == "yaml":
-        fail_imports(module, configfile.missing_libraries())
+        fail_imports(module, config_base.missing_libraries())
     path = params["path"]
     try:
         tuned = {}
@@ -244,7 +244,7 @@ def main():
         )
         if params["owned_keys_file"]:
             configfile.write_owned_keys(params["owned_keys_file"], params["settings"], module.check_mode)
-    except configfile.ConfigFileError as exc:
+    except config_base.ConfigFileError as exc:
         message = str(exc)
         module.fail_json(msg=message if path in message else "%s: %s" % (path, message), path=path)
     except Exception as exc:  # unexpected: report it, never a traceback

@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import config_base, config_redis, config_yaml
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import configfile as cf
+from ansible_collections.tactician.nosql.plugins.module_utils.core.files import config_digest
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "configfile")
 
@@ -33,7 +35,7 @@ def changed_lines(before, after):
 @pytest.mark.parametrize("name", ["cassandra.yaml", "mongod.conf"])
 def test_yaml_fixture_load_and_dump_is_byte_identical(name):
     text = fixture(name)
-    assert cf._yaml_roundtrip(text) == text
+    assert config_yaml._yaml_roundtrip(text) == text
 
 
 @pytest.mark.parametrize("name", ["cassandra.yaml", "mongod.conf"])
@@ -57,7 +59,7 @@ def test_role_generated_yaml_indentless_sequences_round_trip():
         "  - seeds: 127.0.0.1:7000\n"
         "num_tokens: 16\n"
     )
-    assert cf._yaml_roundtrip(text) == text
+    assert config_yaml._yaml_roundtrip(text) == text
     result = cf.edit(text, "yaml", {"data_file_directories": ["/data/data", "/data2/data"], "hints": ["a"]})
     assert "- /data/data\n- /data2/data\nseed_provider:" in result.text
     assert result.text.endswith("num_tokens: 16\nhints:\n- a\n")
@@ -190,7 +192,7 @@ def test_yaml_untouched_lines_keep_their_spelling():
 
 
 def test_yaml_dotted_path_through_a_scalar_fails_clearly():
-    with pytest.raises(cf.ConfigFileError, match=r"cluster_name.x: cluster_name is a str, not a mapping"):
+    with pytest.raises(config_base.ConfigFileError, match=r"cluster_name.x: cluster_name is a str, not a mapping"):
         cf.edit(fixture("cassandra.yaml"), "yaml", {"cluster_name.x": 1})
 
 
@@ -300,22 +302,22 @@ def test_yaml_keep_leaves_keys_and_paths_below_and_above_alone():
 
 
 def test_set_and_remove_the_same_key_or_overlapping_paths_is_refused():
-    with pytest.raises(cf.ConfigFileError, match="both set and removed: a"):
+    with pytest.raises(config_base.ConfigFileError, match="both set and removed: a"):
         cf.edit("a: 1\n", "yaml", {"a": 2}, remove=["a"])
-    with pytest.raises(cf.ConfigFileError, match="memtable and memtable.configurations overlap"):
+    with pytest.raises(config_base.ConfigFileError, match="memtable and memtable.configurations overlap"):
         cf.edit(fixture("cassandra.yaml"), "yaml", {"memtable": None, "memtable.configurations": "x"})
-    with pytest.raises(cf.ConfigFileError, match="storage and storage.dbPath overlap"):
+    with pytest.raises(config_base.ConfigFileError, match="storage and storage.dbPath overlap"):
         cf.edit(fixture("mongod.conf"), "yaml", {"storage.dbPath": "/x"}, remove=["storage"])
 
 
 def test_bad_yaml_and_bad_format_fail_clearly():
-    with pytest.raises(cf.ConfigFileError, match="not valid YAML"):
+    with pytest.raises(config_base.ConfigFileError, match="not valid YAML"):
         cf.edit("a: [1\n", "yaml", {"a": 1})
-    with pytest.raises(cf.ConfigFileError, match="not valid YAML"):
+    with pytest.raises(config_base.ConfigFileError, match="not valid YAML"):
         cf.edit("a: 1\na: 2\n", "yaml", {"a": 1})
-    with pytest.raises(cf.ConfigFileError, match="top level of the file must be a mapping"):
+    with pytest.raises(config_base.ConfigFileError, match="top level of the file must be a mapping"):
         cf.edit("- a\n", "yaml", {"a": 1})
-    with pytest.raises(cf.ConfigFileError, match=r"format must be one of yaml, redis, got 'ini'"):
+    with pytest.raises(config_base.ConfigFileError, match=r"format must be one of yaml, redis, got 'ini'"):
         cf.edit("a=1\n", "ini", {})
 
 
@@ -358,13 +360,13 @@ def test_yaml_current_values_has_top_level_and_dotted_paths():
     ],
 )
 def test_parse_redis_args(line, args):
-    assert cf.parse_redis_args(line) == args
+    assert config_redis.parse_redis_args(line) == args
 
 
 @pytest.mark.parametrize("line", ['x "open', "x 'open", 'x "a"b', "x 'a'b"])
 def test_parse_redis_args_refuses_broken_quotes(line):
-    with pytest.raises(cf.ConfigFileError):
-        cf.parse_redis_args(line)
+    with pytest.raises(config_base.ConfigFileError):
+        config_redis.parse_redis_args(line)
 
 
 @pytest.mark.parametrize(
@@ -387,12 +389,12 @@ def test_parse_redis_args_refuses_broken_quotes(line):
     ],
 )
 def test_render_redis_value(value, text):
-    assert cf.render_redis_value(value) == text
+    assert config_redis.render_redis_value(value) == text
 
 
 @pytest.mark.parametrize("word", ["", "a b", 'q"uote', "it's", "x\\y", "\n\r\t\x00\x7f", "é ü", "#hash"])
 def test_redis_quoting_round_trip(word):
-    assert cf.parse_redis_args("k " + cf.render_redis_value(word)) == ["k", word]
+    assert config_redis.parse_redis_args("k " + config_redis.render_redis_value(word)) == ["k", word]
 
 
 def test_redis_current_values():
@@ -490,7 +492,7 @@ def test_redis_string_of_a_directive_with_several_arguments_is_its_argument_text
     assert values["rename-command"] == ['CONFIG ""', 'DEBUG "DEBUG-x y"']
     # what current_values gives back is no change
     assert not cf.edit(result.text, "redis", values).changed
-    with pytest.raises(cf.ConfigFileError, match="replicaof: unbalanced quotes"):
+    with pytest.raises(config_base.ConfigFileError, match="replicaof: unbalanced quotes"):
         cf.edit("port 1\n", "redis", {"replicaof": '"open 1'})
 
 
@@ -558,7 +560,7 @@ def test_redis_new_file_with_header_and_file_without_final_newline():
 
 
 def test_redis_broken_line_names_the_line():
-    with pytest.raises(cf.ConfigFileError, match=r"line 2: unbalanced quotes"):
+    with pytest.raises(config_base.ConfigFileError, match=r"line 2: unbalanced quotes"):
         cf.current_values('port 1\nrequirepass "open\n', "redis")
 
 
@@ -591,7 +593,7 @@ def test_write_atomic_new_file_mode(tmp_path):
     path = tmp_path / "new.conf"
     cf.write_atomic(str(path), "x\n", mode="0600")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    with pytest.raises(cf.ConfigFileError, match="mode must be an octal number"):
+    with pytest.raises(config_base.ConfigFileError, match="mode must be an octal number"):
         cf.write_atomic(str(tmp_path / "other.conf"), "x\n", mode="rw-r--r--")
 
 
@@ -654,7 +656,7 @@ def test_edit_file_check_mode_touches_nothing(tmp_path):
 
 def test_edit_file_creates_or_refuses(tmp_path):
     path = tmp_path / "sub.yaml"
-    with pytest.raises(cf.ConfigFileError, match="does not exist"):
+    with pytest.raises(config_base.ConfigFileError, match="does not exist"):
         cf.edit_file(str(path), "yaml", {"a": 1}, create=False)
     assert not path.exists()
     result = cf.edit_file(str(path), "yaml", {"a": 1}, header="Managed", mode="0640")
@@ -670,12 +672,12 @@ def test_config_digest(tmp_path):
     missing = str(tmp_path / "missing")
     empty = tmp_path / "empty"
     empty.write_bytes(b"")
-    digest = cf.config_digest([str(one), missing])
+    digest = config_digest([str(one), missing])
     assert re.match(r"^[0-9a-f]{64}$", digest)
-    assert digest == cf.config_digest([str(one), str(empty)])
-    assert digest != cf.config_digest([missing, str(one)])
+    assert digest == config_digest([str(one), str(empty)])
+    assert digest != config_digest([missing, str(one)])
     one.write_bytes(b"abd")
-    assert digest != cf.config_digest([str(one), missing])
+    assert digest != config_digest([str(one), missing])
 
 
 # Tuned state -----------------------------------------------------------------------------------------------
@@ -708,12 +710,12 @@ def test_tuned_state_broken_file_fails_clearly(tmp_path):
     config = str(tmp_path / "redis.conf")
     with open(cf.tuned_state_path(config), "w") as handle:
         handle.write("{not json")
-    with pytest.raises(cf.ConfigFileError, match="not valid JSON"):
+    with pytest.raises(config_base.ConfigFileError, match="not valid JSON"):
         cf.read_tuned_state(config)
 
 
 def test_missing_libraries_is_a_list():
-    assert cf.missing_libraries() == []
+    assert config_base.missing_libraries() == []
 
 
 # Kept keys and the module --------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import time
 
-from ansible_collections.tactician.nosql.plugins.module_utils.apply import configfile
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import config_base, configfile
 from ansible_collections.tactician.nosql.plugins.module_utils.core import process
 from ansible_collections.tactician.nosql.plugins.module_utils.stores import daemons
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
@@ -34,7 +34,7 @@ _FORMATS = {"cassandra": "yaml", "redis": "redis", "mongodb": "yaml"}
 
 def missing_libraries(store):
     modules = {"cassandra": cql, "redis": redis_adapter, "mongodb": mongo}
-    return modules[store].missing_libraries() + configfile.missing_libraries()
+    return modules[store].missing_libraries() + config_base.missing_libraries()
 
 
 def memory_mb():

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.tactician.nosql.plugins.module_utils.apply.configfile import config_digest
 from ansible_collections.tactician.nosql.plugins.module_utils.core import process
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.files import config_digest
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import Stopwatch
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import (
     CassandraServerError,
