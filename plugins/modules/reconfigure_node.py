@@ -235,6 +235,7 @@ config_backup:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import node_base
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import node_step as reconfigure
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import nodes as reconfigure_stores
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
@@ -291,7 +292,7 @@ def main():
         module.fail_json(msg="catalog is for %s, not %s" % (catalog.store, params["store"]))
     heap_mb = params["heap_mb"]
     if heap_mb is None and params["store"] == "cassandra" and params["daemon"]:
-        heap_mb = reconfigure_stores.size_mb(params["daemon"].get("heap_size") or "512M")
+        heap_mb = node_base.size_mb(params["daemon"].get("heap_size") or "512M")
     node = reconfigure_stores.node_for(params["store"], params, catalog)
     try:
         result = reconfigure.reconfigure(
@@ -303,7 +304,7 @@ def main():
             check_mode=module.check_mode,
             verify=params["verify"],
             rollback=params["rollback"],
-            memory_mb=params["memory_mb"] or reconfigure_stores.memory_mb(),
+            memory_mb=params["memory_mb"] or node_base.memory_mb(),
             heap_mb=heap_mb,
         )
     except reconfigure.ReconfigureError as exc:

@@ -1,0 +1,141 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""What the node objects of every store share: the config file (edited in place, backed up, restored), the
+tuned-state record, and stop/start through the operator's own commands.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import configfile
+from ansible_collections.tactician.nosql.plugins.module_utils.stores import daemons
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import resources
+
+_FORMATS = {"cassandra": "yaml", "redis": "redis", "mongodb": "yaml"}
+
+
+def memory_mb():
+    """MemTotal of this host in MiB (the default memory budget of a node)."""
+    try:
+        return resources.read_meminfo().get("MemTotal", 0) // (1024 * 1024) or None
+    except OSError:
+        return None
+
+
+def size_mb(text):
+    """'512M', '2G', '1024m' (JVM heap notation) -> MiB."""
+    if text is None:
+        return None
+    text = str(text).strip().upper()
+    factor = {"K": 1.0 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+    if text and text[-1] in factor:
+        return int(float(text[:-1]) * factor[text[-1]])
+    return int(text) // (1024 * 1024)
+
+
+class BaseNode:
+    """Shared parts: the config file and the external process commands."""
+
+    store = None
+
+    def __init__(self, params, catalog):
+        self.params = params
+        self.catalog = catalog
+        self.config_file = params.get("config_file")
+        self.name = params["address"]
+
+    # The config file ---------------------------------------------------------------------------
+    def _file_settings(self, wanted):
+        return {self.catalog.config_key(name): self.catalog.config_text(name, value) for name, value in wanted.items()}
+
+    def _equal(self):
+        by_key = {self.catalog.config_key(name): name for name in self.catalog.names()}
+
+        def equal(key, old, new):
+            name = by_key.get(key)
+            if name is None or old is None or new is None:
+                return old == new
+            try:
+                return self.catalog.equal(name, self.catalog.normalize(name, old), self.catalog.normalize(name, new))
+            except Exception:  # an unparsable old value differs
+                return False
+
+        return equal
+
+    def file_changes(self, wanted):
+        if not self.config_file:
+            return {}
+        text = configfile.read_text(self.config_file)
+        if text is None:
+            raise RuntimeError("config_file %s does not exist" % self.config_file)
+        result = configfile.edit(text, _FORMATS[self.store], self._file_settings(wanted), equal=self._equal())
+        return result.changes
+
+    def write_config(self, wanted):
+        if not self.config_file:
+            return {}
+        prune_backups(self.config_file, keep=3)
+        return configfile.edit_file(
+            self.config_file,
+            _FORMATS[self.store],
+            self._file_settings(wanted),
+            equal=self._equal(),
+            create=False,
+            backup=True,
+        )
+
+    def restore_config(self, backup):
+        shutil.copy2(backup, self.config_file)
+
+    def record_tuned(self, wanted):
+        if self.config_file:
+            configfile.write_tuned_state(
+                self.config_file,
+                {self.catalog.config_key(n): self.catalog.config_text(n, v) for n, v in wanted.items()},
+            )
+
+    def _mark_live(self):
+        daemon = self.params.get("daemon") or {}
+        if daemon.get("pid_file") and self.config_file:
+            files = [self.config_file] + ([daemon["logback_file"]] if daemon.get("logback_file") else [])
+            daemons.record_config_live(daemon["pid_file"], files)
+
+    # Processes managed by someone else (systemd, a supervisor) ----------------------------------
+    def _run(self, argv, what):
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise RuntimeError("%s (%s) failed: %s" % (what, argv[0], exc)) from exc
+        if proc.returncode != 0:
+            raise RuntimeError(
+                "%s (%s) exited %d: %s" % (what, argv[0], proc.returncode, (proc.stderr or proc.stdout).strip()[-300:])
+            )
+
+    def downtime_warning(self, seconds):
+        return None
+
+    def close(self):
+        pass
+
+
+def prune_backups(config_file, keep=3):
+    """Keep the newest `keep` - 1 backups of config_file (<file>.<timestamp>~); a new one is about to be made."""
+    folder = os.path.dirname(os.path.abspath(config_file))
+    prefix = os.path.basename(config_file) + "."
+    backups = sorted(name for name in os.listdir(folder) if name.startswith(prefix) and name.endswith("~"))
+    for name in backups[: max(0, len(backups) - (keep - 1))]:
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass
+
+
+def dig(document, path):
+    for part in path.split("."):
+        if not isinstance(document, dict):
+            return None
+        document = document.get(part)
+    return document
