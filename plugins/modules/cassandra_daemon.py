@@ -168,12 +168,9 @@ timings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.process import ProcessError
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.daemon import cassandra_daemon
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import CassandraServerError
-from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import (
-    STATES,
-    DaemonError,
-    cassandra_daemon,
-)
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import STATES, DaemonError
 
 
 def main():

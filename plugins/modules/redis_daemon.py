@@ -94,8 +94,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
 from ansible_collections.tactician.nosql.plugins.module_utils.core.process import ProcessError
-from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import STATES, redis_daemon
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import STATES
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis.daemon import redis_daemon
 
 
 def main():

@@ -4,6 +4,8 @@ import os
 import time
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores import daemons
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.daemon import cassandra_daemon
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis.daemon import redis_daemon
 
 
 def _params(tmp_path, **extra):
@@ -25,14 +27,14 @@ def _params(tmp_path, **extra):
 
 
 def test_check_mode_start_plans_a_start_and_touches_nothing(tmp_path):
-    result = daemons.cassandra_daemon(_params(tmp_path), check_mode=True)
+    result = cassandra_daemon(_params(tmp_path), check_mode=True)
     assert result["changed"] and result["actions"] == ["start"]
     assert not os.path.exists(tmp_path / "data")
 
 
 def test_stopping_a_stopped_node_changes_nothing(tmp_path):
     (tmp_path / "node.pid").write_text("999999999\n")
-    result = daemons.cassandra_daemon(_params(tmp_path, state="stopped"))
+    result = cassandra_daemon(_params(tmp_path, state="stopped"))
     assert result["changed"] is False
     assert not os.path.exists(tmp_path / "node.pid")
 
@@ -59,4 +61,4 @@ def test_redis_check_mode_plans_start(tmp_path):
         login_host="127.0.0.1",
         login_port=6399,
     )
-    assert daemons.redis_daemon(params, check_mode=True)["actions"] == ["start"]
+    assert redis_daemon(params, check_mode=True)["actions"] == ["start"]

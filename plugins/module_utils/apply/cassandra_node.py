@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply.node_base import BaseNode
-from ansible_collections.tactician.nosql.plugins.module_utils.stores import daemons
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import daemon as daemon_mod
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import health as cassandra_cluster
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import run_nodetool
 
@@ -110,7 +110,7 @@ class CassandraNode(BaseNode):
         self.close()
         daemon = self.params.get("daemon")
         if daemon:
-            daemons.cassandra_daemon(dict(daemon, state="stopped", force=force))
+            daemon_mod.cassandra_daemon(dict(daemon, state="stopped", force=force))
         else:
             if not force:
                 self._nodetool(["drain"], timeout=600)
@@ -119,7 +119,7 @@ class CassandraNode(BaseNode):
     def start(self):
         daemon = self.params.get("daemon")
         if daemon:
-            daemons.cassandra_daemon(dict(daemon, state="started", restart_on_change=False))
+            daemon_mod.cassandra_daemon(dict(daemon, state="started", restart_on_change=False))
         else:
             self._run(self.params["start_command"], "start_command")
 

@@ -11,8 +11,8 @@ import time
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import configfile
 from ansible_collections.tactician.nosql.plugins.module_utils.apply.node_base import BaseNode
 from ansible_collections.tactician.nosql.plugins.module_utils.core import process
-from ansible_collections.tactician.nosql.plugins.module_utils.stores import daemons
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import daemon as daemon_mod
 
 
 class RedisNode(BaseNode):
@@ -146,7 +146,7 @@ class RedisNode(BaseNode):
     def stop(self, force=False):
         daemon = self.params.get("daemon")
         if daemon:
-            daemons.redis_daemon(dict(daemon, state="stopped", **self._daemon_login()))
+            daemon_mod.redis_daemon(dict(daemon, state="stopped", **self._daemon_login()))
         else:
             self._run(self.params["stop_command"], "stop_command")
 
@@ -163,7 +163,7 @@ class RedisNode(BaseNode):
     def start(self):
         daemon = self.params.get("daemon")
         if daemon:
-            daemons.redis_daemon(dict(daemon, state="started", restart_on_change=False, **self._daemon_login()))
+            daemon_mod.redis_daemon(dict(daemon, state="started", restart_on_change=False, **self._daemon_login()))
         else:
             self._run(self.params["start_command"], "start_command")
 

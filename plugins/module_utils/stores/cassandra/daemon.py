@@ -1,0 +1,104 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""One Cassandra node run from the Maven Central jars as a daemon: started, stopped (always drained first) or
+restarted, and restarted when its config files changed since it started.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.tactician.nosql.plugins.module_utils.core import process
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import Stopwatch
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import (
+    CassandraServerError,
+    run_nodetool,
+    server_argv,
+)
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import (
+    DaemonError,
+    daemon_result,
+    digest_file,
+    record_config_live,
+    wanted_state,
+)
+
+
+def cassandra_daemon(params, check_mode=False):
+    marker = os.path.abspath(params["config_file"])
+    pid = process.running_pid(params["pid_file"], marker)
+    watch = Stopwatch()
+    actions = []
+    warnings = []
+    state = wanted_state(params, pid, [params["config_file"], params["logback_file"]])
+    if state == "started" and pid:
+        return daemon_result(False, pid, actions, watch)
+    if state == "stopped" and not pid:
+        process.remove_pid_file(params["pid_file"])
+        return daemon_result(False, None, actions, watch)
+    if check_mode:
+        planned = (["drain", "stop"] if pid else []) + (["start"] if state != "stopped" else [])
+        return daemon_result(True, pid, planned, watch)
+    if pid:
+        _stop_cassandra(params, pid, watch, actions, warnings)
+        pid = None
+    if state in ("started", "restarted"):
+        pid = _start_cassandra(params, watch, actions)
+    return daemon_result(True, pid, actions, watch, warnings)
+
+
+def _stop_cassandra(params, pid, watch, actions, warnings):
+    if params.get("drain", True):
+        try:
+            with watch.step("drain"):
+                run_nodetool(
+                    params["cassandra_home"],
+                    params.get("jmx_host") or "127.0.0.1",
+                    params["jmx_port"],
+                    ["drain"],
+                    java=params.get("java") or "java",
+                    jmx_user=params.get("jmx_user"),
+                    jmx_password=params.get("jmx_password"),
+                    timeout=params.get("stop_timeout") or 90,
+                )
+            actions.append("drain")
+        except CassandraServerError as exc:
+            if not params.get("force"):
+                raise DaemonError("drain failed, node left running (set force to stop it anyway): %s" % exc) from exc
+            warnings.append("drain failed, stopping anyway (force): %s" % exc)
+    with watch.step("stop"):
+        how = process.terminate(pid, timeout=params.get("stop_timeout") or 90)
+    actions.append("stop (%s)" % how)
+    process.remove_pid_file(params["pid_file"])
+    process.remove_pid_file(digest_file(params["pid_file"]))
+
+
+def _start_cassandra(params, watch, actions):
+    for key in ("storage_dir", "log_dir"):
+        os.makedirs(params[key], exist_ok=True)
+    argv = server_argv(
+        params["cassandra_home"],
+        params["config_file"],
+        params["storage_dir"],
+        params["log_dir"],
+        params["logback_file"],
+        params["jmx_port"],
+        heap_size=params.get("heap_size") or "512M",
+        java=params.get("java") or "java",
+        extra_options=params.get("jvm_options") or [],
+        fast_start=params.get("fast_start", True),
+    )
+    log_file = os.path.join(params["log_dir"], "stdout.log")
+    with watch.step("start"):
+        pid = process.spawn(argv, params["pid_file"], log_file, cwd=params["storage_dir"])
+        process.wait_until(
+            lambda: process.port_open(params["rpc_address"], params["native_port"]),
+            params.get("start_timeout") or 240,
+            interval=1.0,
+            alive_pid=pid,
+            log_file=os.path.join(params["log_dir"], "system.log"),
+            what="CQL on %s:%s" % (params["rpc_address"], params["native_port"]),
+        )
+    record_config_live(params["pid_file"], [params["config_file"], params["logback_file"]])
+    actions.append("start")
+    return pid
