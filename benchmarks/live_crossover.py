@@ -77,9 +77,9 @@ def parse_args(argv):
 def set_caching(params, keyspace, caching):
     """ALTER TABLE <keyspace>.usertable WITH caching = ..., checked by the schema module's rules."""
     from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
-    from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import schema as cassandra_schema
+    from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import tables
 
-    wanted = cassandra_schema.normalize_caching(caching)
+    wanted = tables.normalize_caching(caching)
     cluster, session = cql.connect(dict(cql.params_from_any(params), login_hosts=params["hosts"]))
     try:
         session.execute(

@@ -45,7 +45,8 @@ use_collection()
 
 from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cassandra
-from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import schema as cassandra_schema
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import indexes as indexes_mod
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import tables
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import resources
 
 KEYSPACE = "tactician"
@@ -111,21 +112,19 @@ class Table:
 
 
 def create(session, name, indexes):
-    cassandra_schema.ensure_table(session, KEYSPACE, name, state="absent")
-    cassandra_schema.ensure_table(
+    tables.ensure_table(session, KEYSPACE, name, state="absent")
+    tables.ensure_table(
         session,
         KEYSPACE,
         name,
         columns={"id": "int", "owner": "text", "category": "int", "payload": "text"},
         primary_key=["id"],
-        options=cassandra_schema.wanted_table_options(
+        options=tables.wanted_table_options(
             compaction={"class": "SizeTieredCompactionStrategy"}, caching={"keys": "ALL", "rows_per_partition": "NONE"}
         ),
     )
     for column in indexes:
-        cassandra_schema.ensure_index(
-            session, KEYSPACE, name, "%s_%s_idx" % (name.replace("-", "_"), column), column=column
-        )
+        indexes_mod.ensure_index(session, KEYSPACE, name, "%s_%s_idx" % (name.replace("-", "_"), column), column=column)
 
 
 def load(session, table, threads=16):
@@ -249,19 +248,19 @@ def apply_tactic(session, name, how, indexes):
     """Apply the scenario's tactic with the collection's schema code; the indexes after."""
     kind, _sep, arg = how.partition(":")
     if kind == "index":
-        cassandra_schema.ensure_index(session, KEYSPACE, name, index_name(name, arg), column=arg)
+        indexes_mod.ensure_index(session, KEYSPACE, name, index_name(name, arg), column=arg)
         return tuple(indexes) + (arg,)
     if kind == "drop":
         for column in arg.split(","):
-            cassandra_schema.ensure_index(session, KEYSPACE, name, index_name(name, column), state="absent")
+            indexes_mod.ensure_index(session, KEYSPACE, name, index_name(name, column), state="absent")
         return ()
     if kind == "rowcache":
-        options = cassandra_schema.wanted_table_options(caching={"keys": "ALL", "rows_per_partition": "ALL"})
+        options = tables.wanted_table_options(caching={"keys": "ALL", "rows_per_partition": "ALL"})
     elif kind == "lcs":
-        options = cassandra_schema.wanted_table_options(compaction={"class": "LeveledCompactionStrategy"})
+        options = tables.wanted_table_options(compaction={"class": "LeveledCompactionStrategy"})
     else:
         raise ValueError(how)
-    cassandra_schema.ensure_table(session, KEYSPACE, name, options=options)
+    tables.ensure_table(session, KEYSPACE, name, options=options)
     if kind == "lcs":
         settle(session)
     return indexes
@@ -326,7 +325,7 @@ def run_scenario(session, scenario, seconds, args, repeat):
             indexes_after=len(indexes),
             after=measured(after),
         )
-    cassandra_schema.ensure_table(session, KEYSPACE, name, state="absent")
+    tables.ensure_table(session, KEYSPACE, name, state="absent")
     return record
 
 

@@ -153,7 +153,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
-from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import schema
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import indexes, schema
 
 
 def main():
@@ -190,13 +190,13 @@ def main():
         sai = True
         if params["state"] == "present":
             schema.check_table_name(params["table"], "table")
-            schema.index_target(params["column"], params["target"])
-            class_name, _using = schema.index_class(params["using"])
-            sai = class_name == schema.SAI_CLASS
+            indexes.index_target(params["column"], params["target"])
+            class_name, _using = indexes.index_class(params["using"])
+            sai = class_name == indexes.SAI_CLASS
         if params["wait_timeout"] < 0:
             raise cql.CassandraError("wait_timeout: %r is not allowed; give seconds >= 0" % params["wait_timeout"])
         cluster, session = cql.connect(params)
-        result = schema.ensure_index(
+        result = indexes.ensure_index(
             session,
             params["keyspace"],
             params["table"],
@@ -211,7 +211,7 @@ def main():
         )
         if params["wait_built"] and params["state"] == "present" and not module.check_mode:
             result.update(
-                schema.wait_index_built(
+                indexes.wait_index_built(
                     session, params["keyspace"], params["name"].lower(), sai, params["wait_timeout"]
                 )
             )

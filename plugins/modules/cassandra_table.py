@@ -175,7 +175,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
-from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import schema
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import schema, tables
 
 
 def main():
@@ -206,13 +206,13 @@ def main():
     result = None
     try:
         # Bad input fails here, before any connection.
-        options = schema.wanted_table_options(**{option: params[option] for option in schema.TABLE_OPTIONS})
+        options = tables.wanted_table_options(**{option: params[option] for option in tables.TABLE_OPTIONS})
         schema.check_name(params["keyspace"], "keyspace")
         schema.check_table_name(params["name"], "name")
         if params["columns"] is not None:
-            schema.wanted_columns(params["columns"], params["primary_key"], params["clustering_order"])
+            tables.wanted_columns(params["columns"], params["primary_key"], params["clustering_order"])
         cluster, session = cql.connect(params)
-        result = schema.ensure_table(
+        result = tables.ensure_table(
             session,
             params["keyspace"],
             params["name"],

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import schema
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import indexes as indexes_mod
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import tables as tables_mod
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.client import CassandraError
 
 STCS = "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy"
@@ -109,11 +110,11 @@ def session_with_table(**changes):
     ],
 )
 def test_compaction_class_short_names_and_aliases(given, full):
-    assert schema.compaction_class(given) == full
+    assert tables_mod.compaction_class(given) == full
 
 
 def test_compaction_options_become_strings_and_enums_upper_case():
-    wanted = schema.normalize_compaction(
+    wanted = tables_mod.normalize_compaction(
         {
             "class": "TWCS",
             "compaction_window_unit": "days",
@@ -130,16 +131,16 @@ def test_compaction_options_become_strings_and_enums_upper_case():
 
 
 def test_compression_none_and_classes():
-    assert schema.normalize_compression({"class": "none"}) == {"enabled": "false"}
-    assert schema.normalize_compression({"class": "ZstdCompressor", "chunk_length_in_kb": 64}) == {
+    assert tables_mod.normalize_compression({"class": "none"}) == {"enabled": "false"}
+    assert tables_mod.normalize_compression({"class": "ZstdCompressor", "chunk_length_in_kb": 64}) == {
         "class": ZSTD,
         "chunk_length_in_kb": "64",
     }
-    assert schema.normalize_compression({"class": "lz4compressor"})["class"] == LZ4
+    assert tables_mod.normalize_compression({"class": "lz4compressor"})["class"] == LZ4
 
 
 def test_caching_upper_case_and_row_counts():
-    assert schema.normalize_caching({"keys": "all", "rows_per_partition": 100}) == {
+    assert tables_mod.normalize_caching({"keys": "all", "rows_per_partition": 100}) == {
         "keys": "ALL",
         "rows_per_partition": "100",
     }
@@ -165,18 +166,18 @@ def test_caching_upper_case_and_row_counts():
 )
 def test_bad_options_name_the_field(kwargs, field):
     with pytest.raises(CassandraError) as err:
-        schema.wanted_table_options(**kwargs)
+        tables_mod.wanted_table_options(**kwargs)
     assert str(err.value).startswith(field + ":"), str(err.value)
 
 
 def test_compaction_class_error_lists_the_allowed_names():
     with pytest.raises(CassandraError) as err:
-        schema.compaction_class("Fast")
+        tables_mod.compaction_class("Fast")
     assert "LeveledCompactionStrategy" in str(err.value) and "TWCS" in str(err.value)
 
 
 def test_only_given_options_are_wanted():
-    assert schema.wanted_table_options(default_time_to_live=86400, comment="") == {
+    assert tables_mod.wanted_table_options(default_time_to_live=86400, comment="") == {
         "default_time_to_live": 86400,
         "comment": "",
     }
@@ -187,13 +188,13 @@ def test_only_given_options_are_wanted():
 
 def test_lcs_change_is_one_alter_with_a_warning():
     session = session_with_table()
-    options = schema.wanted_table_options(
+    options = tables_mod.wanted_table_options(
         compaction={"class": "LCS", "sstable_size_in_mb": 160},
         compression={"class": "LZ4Compressor", "chunk_length_in_kb": 16},
         default_time_to_live=86400,
         caching={"keys": "ALL"},
     )
-    result = schema.ensure_table(session, "ks", "t", options=options)
+    result = tables_mod.ensure_table(session, "ks", "t", options=options)
     assert result["changed"]
     assert result["queries"] == [
         "ALTER TABLE ks.t WITH compaction = {'class': '%s', 'sstable_size_in_mb': '160'} "
@@ -204,7 +205,7 @@ def test_lcs_change_is_one_alter_with_a_warning():
         "changing the compaction strategy of ks.t rewrites all its SSTables (compaction load for a while)"
     ]
     # After a real run the options are read back from the server; check mode predicts them.
-    check = schema.ensure_table(session_with_table(), "ks", "t", options=options, check_mode=True)
+    check = tables_mod.ensure_table(session_with_table(), "ks", "t", options=options, check_mode=True)
     assert check["diff"]["before"]["compaction"]["class"] == STCS
     assert check["diff"]["after"]["compaction"] == {"class": LCS, "sstable_size_in_mb": "160"}
     assert check["diff"]["after"]["default_time_to_live"] == 86400
@@ -212,10 +213,10 @@ def test_lcs_change_is_one_alter_with_a_warning():
 
 
 def test_check_mode_reports_the_same_and_executes_nothing():
-    options = schema.wanted_table_options(compaction={"class": "LCS"}, default_time_to_live=3600)
-    real = schema.ensure_table(session_with_table(), "ks", "t", options=options)
+    options = tables_mod.wanted_table_options(compaction={"class": "LCS"}, default_time_to_live=3600)
+    real = tables_mod.ensure_table(session_with_table(), "ks", "t", options=options)
     session = session_with_table()
-    check = schema.ensure_table(session, "ks", "t", options=options, check_mode=True)
+    check = tables_mod.ensure_table(session, "ks", "t", options=options, check_mode=True)
     assert session.executed == []
     assert check["changed"] == real["changed"] and check["queries"] == real["queries"]
     assert check["warnings"] == real["warnings"]
@@ -226,7 +227,7 @@ def test_stored_strings_equal_given_numbers_nothing_to_do():
         compaction={"class": LCS, "max_threshold": "32", "min_threshold": "4", "sstable_size_in_mb": "160"},
         default_time_to_live=86400,
     )
-    options = schema.wanted_table_options(
+    options = tables_mod.wanted_table_options(
         compaction={"class": "LeveledCompactionStrategy", "sstable_size_in_mb": 160},
         compression={"class": "LZ4Compressor", "chunk_length_in_kb": 16},
         caching={"keys": "all", "rows_per_partition": "none"},
@@ -235,7 +236,7 @@ def test_stored_strings_equal_given_numbers_nothing_to_do():
         bloom_filter_fp_chance=0.01,
         comment="",
     )
-    result = schema.ensure_table(session, "ks", "t", options=options)
+    result = tables_mod.ensure_table(session, "ks", "t", options=options)
     assert not result["changed"] and result["queries"] == [] and result["warnings"] == []
     assert session.executed == []
     assert result["diff"]["before"] == result["diff"]["after"]
@@ -245,8 +246,8 @@ def test_same_class_keeps_the_options_not_given():
     session = session_with_table(
         compaction={"class": LCS, "max_threshold": "32", "min_threshold": "4", "sstable_size_in_mb": "160"}
     )
-    options = schema.wanted_table_options(compaction={"class": "LCS", "fanout_size": 8})
-    result = schema.ensure_table(session, "ks", "t", options=options)
+    options = tables_mod.wanted_table_options(compaction={"class": "LCS", "fanout_size": 8})
+    result = tables_mod.ensure_table(session, "ks", "t", options=options)
     assert result["warnings"] == []
     assert result["queries"] == [
         "ALTER TABLE ks.t WITH compaction = {'class': '%s', 'fanout_size': '8', 'max_threshold': '32', "
@@ -256,37 +257,39 @@ def test_same_class_keeps_the_options_not_given():
 
 def test_another_class_writes_only_the_options_given():
     session = session_with_table()
-    result = schema.ensure_table(session, "ks", "t", options=schema.wanted_table_options(compaction={"class": "UCS"}))
+    result = tables_mod.ensure_table(
+        session, "ks", "t", options=tables_mod.wanted_table_options(compaction={"class": "UCS"})
+    )
     assert result["queries"] == ["ALTER TABLE ks.t WITH compaction = {'class': '%s'}" % UCS]
 
 
 def test_compression_disable_and_enable_again():
-    disable = schema.ensure_table(
-        session_with_table(), "ks", "t", options=schema.wanted_table_options(compression={"class": "none"})
+    disable = tables_mod.ensure_table(
+        session_with_table(), "ks", "t", options=tables_mod.wanted_table_options(compression={"class": "none"})
     )
     assert disable["queries"] == ["ALTER TABLE ks.t WITH compression = {'enabled': 'false'}"]
-    already = schema.ensure_table(
+    already = tables_mod.ensure_table(
         session_with_table(compression={"enabled": "false"}),
         "ks",
         "t",
-        options=schema.wanted_table_options(compression={"class": "none"}),
+        options=tables_mod.wanted_table_options(compression={"class": "none"}),
     )
     assert already["queries"] == []
-    enable = schema.ensure_table(
+    enable = tables_mod.ensure_table(
         session_with_table(compression={"enabled": "false"}),
         "ks",
         "t",
-        options=schema.wanted_table_options(compression={"class": "LZ4Compressor"}),
+        options=tables_mod.wanted_table_options(compression={"class": "LZ4Compressor"}),
     )
     assert enable["queries"] == ["ALTER TABLE ks.t WITH compression = {'class': '%s'}" % LZ4]
 
 
 def test_caching_merges_and_scalars_render():
     session = session_with_table()
-    options = schema.wanted_table_options(
+    options = tables_mod.wanted_table_options(
         caching={"rows_per_partition": 100}, gc_grace_seconds=3600, bloom_filter_fp_chance=0.1, comment="it's hot"
     )
-    result = schema.ensure_table(session, "ks", "t", options=options)
+    result = tables_mod.ensure_table(session, "ks", "t", options=options)
     assert result["queries"] == [
         "ALTER TABLE ks.t WITH caching = {'keys': 'ALL', 'rows_per_partition': '100'} AND gc_grace_seconds = 3600 "
         "AND bloom_filter_fp_chance = 0.1 AND comment = 'it''s hot'"
@@ -294,7 +297,7 @@ def test_caching_merges_and_scalars_render():
 
 
 def test_bloom_filter_chance_compared_as_a_number():
-    result = schema.ensure_table(
+    result = tables_mod.ensure_table(
         session_with_table(bloom_filter_fp_chance=0.1), "ks", "t", options={"bloom_filter_fp_chance": 0.1000000000001}
     )
     assert not result["changed"]
@@ -308,8 +311,8 @@ YCSB = {"y_id": "text", "field0": "text", "field1": "text"}
 
 def test_missing_table_is_created_with_its_options():
     session = FakeSession()
-    options = schema.wanted_table_options(compaction={"class": "LCS"}, default_time_to_live=86400)
-    result = schema.ensure_table(session, "ks", "usertable", options=options, columns=YCSB, primary_key=["y_id"])
+    options = tables_mod.wanted_table_options(compaction={"class": "LCS"}, default_time_to_live=86400)
+    result = tables_mod.ensure_table(session, "ks", "usertable", options=options, columns=YCSB, primary_key=["y_id"])
     assert result["changed"]
     assert result["queries"] == [
         "CREATE TABLE IF NOT EXISTS ks.usertable (y_id text, field0 text, field1 text, PRIMARY KEY (y_id)) "
@@ -320,14 +323,14 @@ def test_missing_table_is_created_with_its_options():
 
 def test_create_in_check_mode_touches_nothing():
     session = FakeSession()
-    result = schema.ensure_table(session, "ks", "usertable", columns=YCSB, primary_key=["y_id"], check_mode=True)
+    result = tables_mod.ensure_table(session, "ks", "usertable", columns=YCSB, primary_key=["y_id"], check_mode=True)
     assert result["changed"] and result["queries"][0].startswith("CREATE TABLE IF NOT EXISTS ks.usertable")
     assert session.executed == [] and result["exists"] is False
 
 
 def test_composite_key_and_clustering_order():
     session = FakeSession()
-    result = schema.ensure_table(
+    result = tables_mod.ensure_table(
         session,
         "ks",
         "events",
@@ -358,20 +361,20 @@ def test_composite_key_and_clustering_order():
 def test_bad_layout_names_the_field(columns, primary_key, order, field):
     session = FakeSession()
     with pytest.raises(CassandraError) as err:
-        schema.ensure_table(session, "ks", "t", columns=columns, primary_key=primary_key, clustering_order=order)
+        tables_mod.ensure_table(session, "ks", "t", columns=columns, primary_key=primary_key, clustering_order=order)
     assert str(err.value).startswith(field + ":"), str(err.value)
     assert session.executed == []
 
 
 def test_missing_table_without_columns_fails_clearly():
     with pytest.raises(CassandraError, match=r"^name: table ks.t does not exist; give columns and primary_key"):
-        schema.ensure_table(FakeSession(), "ks", "t", options={"default_time_to_live": 1})
+        tables_mod.ensure_table(FakeSession(), "ks", "t", options={"default_time_to_live": 1})
 
 
 def test_missing_keyspace_fails_and_absent_is_fine():
     with pytest.raises(CassandraError, match="^keyspace: nope does not exist"):
-        schema.ensure_table(FakeSession(), "nope", "t")
-    assert schema.ensure_table(FakeSession(), "nope", "t", state="absent")["changed"] is False
+        tables_mod.ensure_table(FakeSession(), "nope", "t")
+    assert tables_mod.ensure_table(FakeSession(), "nope", "t", state="absent")["changed"] is False
 
 
 @pytest.mark.parametrize(
@@ -380,13 +383,13 @@ def test_missing_keyspace_fails_and_absent_is_fine():
 def test_bad_names_fail_before_any_query(keyspace, table, field):
     session = FakeSession()
     with pytest.raises(CassandraError, match="^%s:" % field):
-        schema.ensure_table(session, keyspace, table)
+        tables_mod.ensure_table(session, keyspace, table)
     assert session.reads == [] and session.executed == []
 
 
 def test_names_are_lower_case_as_cassandra_stores_them():
     session = session_with_table()
-    result = schema.ensure_table(session, "KS", "T", options={"default_time_to_live": 5})
+    result = tables_mod.ensure_table(session, "KS", "T", options={"default_time_to_live": 5})
     assert result["queries"] == ["ALTER TABLE ks.t WITH default_time_to_live = 5"]
 
 
@@ -395,7 +398,7 @@ def test_existing_table_with_other_columns_warns_and_is_not_altered_in_its_colum
         tables={("ks", "usertable"): default_options()},
         columns={("ks", "usertable"): [("y_id", "partition_key", 0, "text"), ("field0", "regular", -1, "blob")]},
     )
-    result = schema.ensure_table(session, "ks", "usertable", columns=YCSB, primary_key=["y_id"])
+    result = tables_mod.ensure_table(session, "ks", "usertable", columns=YCSB, primary_key=["y_id"])
     assert not result["changed"]
     assert result["warnings"] == [
         "ks.usertable exists and differs from the columns given (cassandra_table does not alter columns): "
@@ -414,16 +417,16 @@ def test_same_columns_no_warning():
             ]
         },
     )
-    assert schema.ensure_table(session, "ks", "usertable", columns=YCSB, primary_key=["y_id"])["warnings"] == []
+    assert tables_mod.ensure_table(session, "ks", "usertable", columns=YCSB, primary_key=["y_id"])["warnings"] == []
     aliases = {"y_id": "varchar", "field0": "TEXT", "field1": "text"}
-    assert schema.ensure_table(session, "ks", "usertable", columns=aliases, primary_key=["y_id"])["warnings"] == []
+    assert tables_mod.ensure_table(session, "ks", "usertable", columns=aliases, primary_key=["y_id"])["warnings"] == []
 
 
 def test_absent_drops_existing_table_only():
     session = session_with_table()
-    result = schema.ensure_table(session, "ks", "t", state="absent")
+    result = tables_mod.ensure_table(session, "ks", "t", state="absent")
     assert result["queries"] == ["DROP TABLE IF EXISTS ks.t"] and session.executed == result["queries"]
-    again = schema.ensure_table(FakeSession(), "ks", "t", state="absent")
+    again = tables_mod.ensure_table(FakeSession(), "ks", "t", state="absent")
     assert not again["changed"]
 
 
@@ -442,30 +445,34 @@ def index_session(**indexes):
 
 def test_sai_index_is_created_then_unchanged():
     session = index_session()
-    result = schema.ensure_index(session, "ks", "usertable", "field0_idx", column="field0")
+    result = indexes_mod.ensure_index(session, "ks", "usertable", "field0_idx", column="field0")
     assert result["changed"] and result["created"]
     assert result["queries"] == ["CREATE INDEX IF NOT EXISTS field0_idx ON ks.usertable (field0) USING 'sai'"]
     assert session.executed == result["queries"]
     assert result["diff"]["before"] == {}
-    again = schema.ensure_index(index_session(field0_idx=sai_row()), "ks", "usertable", "field0_idx", column="field0")
+    again = indexes_mod.ensure_index(
+        index_session(field0_idx=sai_row()), "ks", "usertable", "field0_idx", column="field0"
+    )
     assert not again["changed"] and again["queries"] == []
 
 
-@pytest.mark.parametrize("stored", ["sai", "SAI", "StorageAttachedIndex", schema.SAI_CLASS])
+@pytest.mark.parametrize("stored", ["sai", "SAI", "StorageAttachedIndex", indexes_mod.SAI_CLASS])
 def test_every_spelling_of_sai_is_the_same_index(stored):
     session = index_session(field0_idx=sai_row(class_name=stored))
-    assert not schema.ensure_index(session, "ks", "usertable", "field0_idx", column="field0", using="SAI")["changed"]
+    assert not indexes_mod.ensure_index(session, "ks", "usertable", "field0_idx", column="field0", using="SAI")[
+        "changed"
+    ]
 
 
 def test_index_check_mode_touches_nothing():
     session = index_session()
-    result = schema.ensure_index(session, "ks", "usertable", "field0_idx", column="field0", check_mode=True)
+    result = indexes_mod.ensure_index(session, "ks", "usertable", "field0_idx", column="field0", check_mode=True)
     assert result["changed"] and session.executed == []
 
 
 def test_index_options_rendered_and_compared_as_strings():
     session = index_session()
-    result = schema.ensure_index(
+    result = indexes_mod.ensure_index(
         session, "ks", "usertable", "f1_idx", column="field1", options={"case_sensitive": False, "normalize": True}
     )
     assert result["queries"] == [
@@ -473,7 +480,7 @@ def test_index_options_rendered_and_compared_as_strings():
         "WITH OPTIONS = {'case_sensitive': 'false', 'normalize': 'true'}"
     ]
     stored = sai_row(target="field1", case_sensitive="false", normalize="true")
-    same = schema.ensure_index(
+    same = indexes_mod.ensure_index(
         index_session(f1_idx=stored),
         "ks",
         "usertable",
@@ -487,13 +494,13 @@ def test_index_options_rendered_and_compared_as_strings():
 def test_other_target_fails_clearly_unless_recreate():
     session = index_session(field0_idx=sai_row(target="field1"))
     with pytest.raises(CassandraError) as err:
-        schema.ensure_index(session, "ks", "usertable", "field0_idx", column="field0")
+        indexes_mod.ensure_index(session, "ks", "usertable", "field0_idx", column="field0")
     assert str(err.value) == (
         "name: index ks.field0_idx exists as usertable(field1) using sai, not usertable(field0) using sai; "
         "set recreate to drop it and create it again"
     )
     assert session.executed == []
-    result = schema.ensure_index(session, "ks", "usertable", "field0_idx", column="field0", recreate=True)
+    result = indexes_mod.ensure_index(session, "ks", "usertable", "field0_idx", column="field0", recreate=True)
     assert result["queries"] == [
         "DROP INDEX IF EXISTS ks.field0_idx",
         "CREATE INDEX IF NOT EXISTS field0_idx ON ks.usertable (field0) USING 'sai'",
@@ -503,28 +510,30 @@ def test_other_target_fails_clearly_unless_recreate():
 def test_other_implementation_fails():
     legacy = Row(table_name="usertable", kind="COMPOSITES", options={"target": "field0"})
     with pytest.raises(CassandraError, match="exists as usertable.field0. using legacy_local_table, not"):
-        schema.ensure_index(index_session(field0_idx=legacy), "ks", "usertable", "field0_idx", column="field0")
-    same = schema.ensure_index(
+        indexes_mod.ensure_index(index_session(field0_idx=legacy), "ks", "usertable", "field0_idx", column="field0")
+    same = indexes_mod.ensure_index(
         index_session(field0_idx=legacy), "ks", "usertable", "field0_idx", column="field0", using="legacy_local_table"
     )
     assert not same["changed"]
 
 
 def test_collection_targets():
-    assert schema.index_target(target="KEYS(m)") == "keys(m)"
-    assert schema.index_target(target="entries( m )") == "entries(m)"
+    assert indexes_mod.index_target(target="KEYS(m)") == "keys(m)"
+    assert indexes_mod.index_target(target="entries( m )") == "entries(m)"
     stored_values = sai_row(target="values(m)")
-    assert not schema.ensure_index(index_session(m_idx=stored_values), "ks", "usertable", "m_idx", column="m")[
+    assert not indexes_mod.ensure_index(index_session(m_idx=stored_values), "ks", "usertable", "m_idx", column="m")[
         "changed"
     ]
-    result = schema.ensure_index(index_session(), "ks", "usertable", "mk_idx", target="keys(m)", check_mode=True)
+    result = indexes_mod.ensure_index(index_session(), "ks", "usertable", "mk_idx", target="keys(m)", check_mode=True)
     assert result["queries"] == ["CREATE INDEX IF NOT EXISTS mk_idx ON ks.usertable (keys(m)) USING 'sai'"]
 
 
 def test_sasi_and_custom_classes_are_written_in_full():
-    result = schema.ensure_index(index_session(), "ks", "usertable", "s_idx", column="field0", using="sasi")
+    result = indexes_mod.ensure_index(index_session(), "ks", "usertable", "s_idx", column="field0", using="sasi")
     assert result["queries"][0].endswith("USING 'org.apache.cassandra.index.sasi.SASIIndex'")
-    result = schema.ensure_index(index_session(), "ks", "usertable", "c_idx", column="field0", using="com.example.Idx")
+    result = indexes_mod.ensure_index(
+        index_session(), "ks", "usertable", "c_idx", column="field0", using="com.example.Idx"
+    )
     assert result["queries"][0].endswith("USING 'com.example.Idx'")
 
 
@@ -544,23 +553,23 @@ def test_bad_index_input_names_the_field(kwargs, field):
     session = index_session()
     args = dict(dict(table="usertable", column="a"), **kwargs)
     with pytest.raises(CassandraError) as err:
-        schema.ensure_index(session, "ks", args.pop("table"), "idx", **args)
+        indexes_mod.ensure_index(session, "ks", args.pop("table"), "idx", **args)
     assert str(err.value).startswith(field + ":"), str(err.value)
     assert session.executed == []
 
 
 def test_index_on_a_missing_table_fails():
     with pytest.raises(CassandraError, match="^table: ks.nope does not exist"):
-        schema.ensure_index(index_session(), "ks", "nope", "idx", column="a")
+        indexes_mod.ensure_index(index_session(), "ks", "nope", "idx", column="a")
 
 
 def test_absent_index_dropped_once_and_table_checked():
     session = index_session(field0_idx=sai_row())
-    result = schema.ensure_index(session, "ks", None, "field0_idx", state="absent")
+    result = indexes_mod.ensure_index(session, "ks", None, "field0_idx", state="absent")
     assert result["queries"] == ["DROP INDEX IF EXISTS ks.field0_idx"] and result["diff"]["after"] == {}
-    assert not schema.ensure_index(index_session(), "ks", None, "field0_idx", state="absent")["changed"]
+    assert not indexes_mod.ensure_index(index_session(), "ks", None, "field0_idx", state="absent")["changed"]
     with pytest.raises(CassandraError, match="belongs to table usertable, not other"):
-        schema.ensure_index(index_session(field0_idx=sai_row()), "ks", "other", "field0_idx", state="absent")
+        indexes_mod.ensure_index(index_session(field0_idx=sai_row()), "ks", "other", "field0_idx", state="absent")
 
 
 # ---------------------------------------------------------------- build status
@@ -584,7 +593,7 @@ def test_wait_until_every_node_has_built_the_sai_index():
         sai={"10.0.0.1": [(True, False)], "10.0.0.2": [None, (False, True), (True, False)]},
     )
     clock = Clock()
-    result = schema.wait_index_built(session, "ks", "idx", timeout=60, interval=2, clock=clock, sleep=clock.sleep)
+    result = indexes_mod.wait_index_built(session, "ks", "idx", timeout=60, interval=2, clock=clock, sleep=clock.sleep)
     assert result == dict(built=True, nodes={"10.0.0.1": True, "10.0.0.2": True}, waited=4.0)
     assert {read[2].address for read in session.reads} == {"10.0.0.1", "10.0.0.2"}
 
@@ -593,10 +602,10 @@ def test_wait_gives_up_after_the_timeout_and_skips_down_nodes():
     hosts = [Row(address="10.0.0.1", is_up=True), Row(address="10.0.0.9", is_up=False)]
     session = FakeSession(hosts=hosts, sai={"10.0.0.1": [(False, True)]})
     clock = Clock()
-    result = schema.wait_index_built(session, "ks", "idx", timeout=5, interval=2, clock=clock, sleep=clock.sleep)
+    result = indexes_mod.wait_index_built(session, "ks", "idx", timeout=5, interval=2, clock=clock, sleep=clock.sleep)
     assert result["built"] is False and result["nodes"] == {"10.0.0.1": False} and result["waited"] >= 5
 
 
 def test_legacy_index_built_from_index_info():
     session = FakeSession(sai={"legacy": True})
-    assert schema.index_build_status(session, "ks", "idx", sai=False) == {"local": True}
+    assert indexes_mod.index_build_status(session, "ks", "idx", sai=False) == {"local": True}
