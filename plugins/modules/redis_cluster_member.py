@@ -194,6 +194,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import members
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import slots as redis_slots
 
 
@@ -212,7 +213,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     fail_imports(module, redis_adapter.missing_libraries())
     try:
-        result = redis_slots.ensure_member(module.params, check_mode=module.check_mode)
+        result = members.ensure_member(module.params, check_mode=module.check_mode)
     except redis_slots.TacticError as exc:
         module.fail_json(msg=str(exc), **exc.details)
     except Exception as exc:  # a client error the engine did not expect: report, never a traceback

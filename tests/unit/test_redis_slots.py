@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as adapter
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import members
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import slots as rs
 
 THREE = {"a": list(range(5461)), "b": list(range(5461, 10923)), "c": list(range(10923, 16384))}
@@ -208,7 +209,7 @@ def test_bad_input_names_the_field(change, field):
     params = dict(node="127.0.0.1:6417", role="master", state="present", threshold=2.0, pipeline=100, timeout=5)
     params.update(change)
     with pytest.raises(rs.TacticError) as err:
-        rs.check_params(params)
+        members.check_params(params)
     assert str(err.value).startswith(field + ":")
 
 
@@ -387,7 +388,7 @@ def run(node, check=False, **options):
         state="present",
     )
     params.update(options)
-    return rs.ensure_member(params, check_mode=check)
+    return members.ensure_member(params, check_mode=check)
 
 
 def mutations(fake):
