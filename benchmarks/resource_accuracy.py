@@ -27,6 +27,7 @@ use_collection()
 from ansible_collections.tactician.nosql.plugins.module_utils.models import hit_ratio
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import resource_model as rm
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import meter as meter_mod
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import calibration as calibrate
 
 LAB = os.path.join(ROOT, ".lab", "bench")
@@ -91,7 +92,7 @@ def main():
         heap="512m",
         timeout=600,
     )
-    meter = calibrate.CassandraMeter(base, args.address)
+    meter = meter_mod.CassandraMeter(base, args.address)
     rows = []
     try:
         for size in sizes:

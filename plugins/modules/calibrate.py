@@ -184,6 +184,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.core.module_suppor
     fail_imports,
 )
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import meter as meter_mod
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import calibration as calibrate
 
 
@@ -253,7 +254,7 @@ def main():
     lines = []
     try:
         pid = calibrate.server_pid(p["pid_file"])
-        meter = calibrate.CassandraMeter(load_params, p["address"], cache=p["cache"])
+        meter = meter_mod.CassandraMeter(load_params, p["address"], cache=p["cache"])
         try:
             if p["action"] == "cache":
                 capacity, size, entries = meter.cache_entries()
@@ -290,7 +291,7 @@ def main():
             module.exit_json(changed=True, points=points, progress=lines)
         finally:
             meter.close()
-    except calibrate.CalibrationError as exc:
+    except (calibrate.CalibrationError, meter_mod.MeterError) as exc:
         module.fail_json(msg=str(exc), progress=lines)
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import poll_health
+from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import poll_health
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import health as cassandra_cluster
 
 

@@ -18,7 +18,7 @@ import time
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import CatalogError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ApplyError
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import Stopwatch
+from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import Stopwatch
 
 
 class ReconfigureError(ApplyError):

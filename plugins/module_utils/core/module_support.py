@@ -1,10 +1,10 @@
 # Copyright: Tactician maintainers
 # Apache License 2.0 (see LICENSE)
-"""Helpers shared by every module: one report of all missing libraries, timings."""
+"""What every module's main() shares: one report of all missing libraries, the diff only under --diff, the
+connection options of the modules that take any store, and the end of a health module.
+"""
 
 from __future__ import annotations
-
-import time
 
 from ansible.module_utils.basic import missing_required_lib
 
@@ -40,47 +40,9 @@ def any_store_argument_spec():
     )
 
 
-def poll_health(check, timeout, interval):
-    """Call check() -> (problems, views) until it finds no problem or timeout seconds have passed.
-
-    Returns dict(healthy, problems, views, waited): the report every health check of the collection gives."""
-    start = time.monotonic()
-    while True:
-        problems, views = check()
-        waited = time.monotonic() - start
-        if not problems or waited >= timeout:
-            return dict(healthy=not problems, problems=problems, views=views, waited=round(waited, 3))
-        time.sleep(interval)
-
-
 def exit_health(module, store, report, summary):
     """End a health module: the report and its summary lines; fail when unhealthy and fail_when_unhealthy."""
     result = dict(report, changed=False, summary=summary)
     if not report["healthy"] and module.params["fail_when_unhealthy"]:
         module.fail_json(msg="%s cluster not healthy: %s" % (store, "; ".join(report["problems"])), **result)
     module.exit_json(**result)
-
-
-class Stopwatch:
-    """Records how long each named step took (seconds, rounded to ms)."""
-
-    def __init__(self):
-        self.steps = {}
-
-    def step(self, name):
-        return _Step(self, name)
-
-
-class _Step:
-    def __init__(self, watch, name):
-        self.watch = watch
-        self.name = name
-        self.start = 0.0
-
-    def __enter__(self):
-        self.start = time.monotonic()
-        return self
-
-    def __exit__(self, *exc):
-        self.watch.steps[self.name] = round(time.monotonic() - self.start, 3)
-        return False

@@ -45,44 +45,6 @@ def process_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12]) + blkio) / ticks
 
 
-class CassandraMeter:
-    """Server-side counters of one Cassandra node over CQL: operations it coordinated and row cache hits."""
-
-    def __init__(self, params, address, cache="row_cache"):
-        from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
-
-        self._cql = cql
-        self.cache = cache
-        conn = dict(cql.params_from_any(params), login_hosts=[address])
-        try:
-            self.cluster, self.session = cql.connect(conn, hosts=[address], only_these_hosts=True)
-        except cql.CassandraError as exc:
-            raise CalibrationError("%s: %s" % (address, exc)) from exc
-        self.keyspaces = [params.get("keyspace") or "ycsb"]
-
-    def counters(self):
-        data = self._cql.workload_counters(self.session, self.keyspaces)["counters"]
-        return {
-            "reads": data.get("read", 0) + data.get("scan", 0),
-            "writes": data.get("write", 0),
-            "hits": data.get(self.cache + "_hits", 0),
-            "requests": data.get(self.cache + "_requests", 0),
-        }
-
-    def cache_entries(self):
-        """(capacity bytes, size bytes, entries) of the cache, to turn a capacity into a number of records."""
-        name = {"row_cache": "rows", "key_cache": "keys", "chunk_cache": "chunks"}[self.cache]
-        for row in self.session.execute(
-            "SELECT name, capacity_bytes, size_bytes, entry_count FROM system_views.caches"
-        ):
-            if row.name == name:
-                return int(row.capacity_bytes or 0), int(row.size_bytes or 0), int(row.entry_count or 0)
-        raise CalibrationError("system_views.caches has no %s cache" % name)
-
-    def close(self):
-        self.cluster.shutdown()
-
-
 def _wait_for_operations(meter, worker, timeout):
     """Return once the server counts operations again (the client is connected and running), or at timeout."""
     start = meter.counters()

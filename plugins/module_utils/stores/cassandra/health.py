@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import poll_health
+from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import poll_health
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import (
     CassandraServerError,

@@ -12,8 +12,8 @@ import time
 import traceback
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import poll_health
 from ansible_collections.tactician.nosql.plugins.module_utils.core.process import ProcessError, wait_until
+from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import poll_health
 
 try:
     import redis as redis_lib

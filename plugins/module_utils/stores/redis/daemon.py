@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import process
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import Stopwatch
+from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import Stopwatch
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import (
     daemon_result,
     record_config_live,

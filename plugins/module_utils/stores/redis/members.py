@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 import time
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import Stopwatch
+from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import Stopwatch
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as adapter
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis.slots import (
     MIGRATE_TIMEOUT_MS,
