@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.secrets import looks_like_secret
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import (
     HISTORY_ENV,
     SCHEMA_VERSION,
@@ -15,7 +16,6 @@ from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history 
     SQLiteHistory,
     config_id,
     default_history_path,
-    looks_like_secret,
     open_history,
     parse_time,
 )

@@ -26,7 +26,7 @@ import platform
 import tempfile
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
-from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import SecretError, check_no_secrets
+from ansible_collections.tactician.nosql.plugins.module_utils.core.secrets import check_no_secrets
 
 MODEL_SCHEMA = "tactician.model/v1"
 KINDS = ("resource", "surrogate", "cluster_surrogate")
@@ -144,10 +144,7 @@ def save_model(path, kind, model, metadata):
     """Write the model file atomically (mode 0644). Refuses secrets in metadata or model, and bad kinds."""
     doc = {"schema": MODEL_SCHEMA, "kind": kind, "metadata": metadata, "model": model}
     _check_document(doc, path)
-    try:
-        check_no_secrets(metadata, "metadata")
-    except SecretError as exc:
-        raise ModelFileError(str(exc)) from None
+    check_no_secrets(metadata, "metadata", ModelFileError, "a model file never holds")
     try:
         text = json.dumps(doc, sort_keys=True, indent=1, allow_nan=False) + "\n"
     except (TypeError, ValueError) as exc:

@@ -18,8 +18,8 @@ import json
 import os
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.secrets import check_no_secrets
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
-from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import SecretError, check_no_secrets
 
 DESIGN_SCHEMA = "tactician.design/v1"
 DATASET_SCHEMA = "tactician.dataset_row/v1"
@@ -159,10 +159,7 @@ def append_row(path, key, row):
         raise ModelingError("key: give each row a non-empty key (for example <point id>/<workload>)")
     if not isinstance(row, dict):
         raise ModelingError("row: %r is not a mapping" % (row,))
-    try:
-        check_no_secrets(row, "row")
-    except SecretError as exc:
-        raise ModelingError(str(exc)) from None
+    check_no_secrets(row, "row", ModelingError, "a dataset never holds")
     if any(existing.get("key") == key for existing in read_dataset(path)):
         return False
     line = json.dumps(dict(row, key=key, schema=DATASET_SCHEMA), sort_keys=True, allow_nan=False)

@@ -32,9 +32,9 @@ import datetime
 import os
 import tempfile
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import schema as core_schema
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
-from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import SecretError, check_no_secrets
-from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
+from ansible_collections.tactician.nosql.plugins.module_utils.core.secrets import check_no_secrets
 
 try:
     import yaml
@@ -146,15 +146,8 @@ def stamp(moment):
 
 def validate(doc):
     """Raise PlanFileError naming the first field of doc that breaks the schema (or holds a secret)."""
-    try:
-        schedules.validate(doc, PLAN_SCHEMA, "")
-    except schedules.ScheduleError as exc:
-        text = str(exc)
-        raise PlanFileError(text.replace("schedule", "plan", 1) if text.startswith("schedule") else text) from None
-    try:
-        check_no_secrets(doc, "plan")
-    except SecretError as exc:
-        raise PlanFileError(str(exc).replace("the history never stores", "a plan file never holds")) from None
+    core_schema.validate(doc, PLAN_SCHEMA, error=PlanFileError, document="plan")
+    check_no_secrets(doc, "plan", PlanFileError, "a plan file never holds")
     for index, step in enumerate(doc["steps"]):
         if not (step["configuration"] or step.get("vm_type") or step.get("tactic")):
             raise PlanFileError(

@@ -27,6 +27,7 @@ import sqlite3
 import time as _time
 from urllib.parse import quote
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import secrets
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TelemetryError
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import AGGREGATE_NODE, validate_sample
 
@@ -36,18 +37,14 @@ DEFAULT_BUSY_TIMEOUT = 30.0
 
 # Keys that look like secrets. Strong words match anywhere in a key, weak ones only as its last word
 # (so num_tokens, authenticator and auth_cache_* stay allowed).
-SECRET_WORDS = ("password", "passwd", "secret", "token", "key_password", "masterauth", "requirepass", "auth")
-_STRONG_SECRET = ("password", "passwd", "secret", "masterauth", "requirepass")
-_WEAK_SECRET = ("token", "auth", "pass")
-_NOT_SECRET = ("initial_token",)
 
 
 class HistoryError(TelemetryError, ValueError):
     """Bad input for, or a problem with, the history store. The message starts with the field at fault."""
 
 
-class SecretError(HistoryError):
-    """A value refused because its key looks like a secret."""
+class SecretError(HistoryError, secrets.SecretError):
+    """A value refused because its key looks like a secret (the history never stores one)."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -72,36 +69,6 @@ def canonical_json(value):
 def config_id(config):
     """Content address of a configuration: sha256 hex of its canonical JSON."""
     return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()
-
-
-def _words(key):
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
-    return [word for word in re.split(r"[^a-z0-9]+", spaced.lower()) if word]
-
-
-def looks_like_secret(key):
-    """True when a configuration key looks like it holds a secret (password, token, requirepass, ...)."""
-    words = _words(str(key))
-    if not words or "_".join(words) in _NOT_SECRET:
-        return False
-    joined = "".join(words)
-    return any(word in joined for word in _STRONG_SECRET) or words[-1] in _WEAK_SECRET
-
-
-def check_no_secrets(value, field):
-    """Raise SecretError naming the first key under value (dicts and lists, recursively) that looks secret."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            name = "%s.%s" % (field, key)
-            if looks_like_secret(key):
-                raise SecretError(
-                    "%s: looks like a secret and the history never stores secrets; keys refused match: %s"
-                    % (name, ", ".join(SECRET_WORDS))
-                )
-            check_no_secrets(item, name)
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            check_no_secrets(item, "%s[%d]" % (field, index))
 
 
 def parse_time(value, field="time"):
@@ -411,7 +378,7 @@ class SQLiteHistory(HistoryStore):
                 validate_sample(sample)
             except ValueError as exc:
                 raise type(exc)(prefix + str(exc)) from None
-            check_no_secrets(sample.get("extra", {}), prefix + "extra")
+            secrets.check_no_secrets(sample.get("extra", {}), prefix + "extra", SecretError)
             rows.append(
                 (
                     sample["schema"],
@@ -487,7 +454,7 @@ class SQLiteHistory(HistoryStore):
         nodes = _nodes(node_or_set)
         if not isinstance(config, dict):
             raise HistoryError("config: %r is not a mapping of setting to value" % (config,))
-        check_no_secrets(config, "config")
+        secrets.check_no_secrets(config, "config", SecretError)
         text = canonical_json(config)
         ident = hashlib.sha256(text.encode("utf-8")).hexdigest()
         when = _time.time() if time is None else parse_time(time)

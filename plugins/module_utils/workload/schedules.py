@@ -24,6 +24,7 @@ import os
 import random
 from typing import NamedTuple
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import schema as core_schema
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import WorkloadError
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import ycsb
 
@@ -85,115 +86,10 @@ SCHEDULE_SCHEMA = {
 }
 """JSON Schema of a schedule file. Also: each phase's mix must sum to 1 (within 1e-9)."""
 
-_TYPE_NAMES = {
-    dict: "object",
-    list: "array",
-    str: "string",
-    bool: "boolean",
-    int: "integer",
-    float: "number",
-    type(None): "null",
-}
-
-
-def _type_name(value):
-    for kind, name in _TYPE_NAMES.items():
-        if type(value) is kind:  # pylint: disable=unidiomatic-typecheck  # bool must not pass as int
-            return name
-    return type(value).__name__
-
-
-def _is_type(value, name):
-    if name == "object":
-        return isinstance(value, dict)
-    if name == "array":
-        return isinstance(value, list | tuple)
-    if name == "string":
-        return isinstance(value, str)
-    if name == "boolean":
-        return isinstance(value, bool)
-    if name == "null":
-        return value is None
-    if isinstance(value, bool):
-        return False
-    if name == "integer":
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if name == "number":
-        return isinstance(value, int | float) and math.isfinite(value)
-    raise ScheduleError("schema: unknown type %r" % name)
-
-
-def _short(value, limit=60):
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _show(value):
-    return "null" if value is None else str(value)
-
-
-def _choices(values):
-    return ", ".join(_show(v) for v in values)
-
 
 def validate(data, schema, path=""):
-    """Check data against the JSON Schema subset used here; raise ScheduleError naming the first bad field.
-
-    Supported keywords: type, enum, const, required, properties, additionalProperties, propertyNames,
-    minProperties, items, minItems, minimum, maximum, exclusiveMinimum, exclusiveMaximum.
-    """
-    where = path or "schedule"
-    if "type" in schema:
-        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not any(_is_type(data, name) for name in types):
-            raise ScheduleError(
-                "%s: expected %s, got %s %s" % (where, " or ".join(types), _type_name(data), _short(data))
-            )
-    if "const" in schema and not (data == schema["const"] and not isinstance(data, bool)):
-        raise ScheduleError("%s: %r is not allowed; choose one of %s" % (where, data, _show(schema["const"])))
-    if "enum" in schema and not any(data == v and type(data) is type(v) for v in schema["enum"]):
-        raise ScheduleError("%s: %r is not allowed; choose one of %s" % (where, data, _choices(schema["enum"])))
-    if isinstance(data, int | float) and not isinstance(data, bool):
-        if "minimum" in schema and data < schema["minimum"]:
-            raise ScheduleError("%s: %r is below the minimum; choose a value >= %s" % (where, data, schema["minimum"]))
-        if "maximum" in schema and data > schema["maximum"]:
-            raise ScheduleError("%s: %r is above the maximum; choose a value <= %s" % (where, data, schema["maximum"]))
-        if "exclusiveMinimum" in schema and data <= schema["exclusiveMinimum"]:
-            raise ScheduleError("%s: %r is too small; choose a value > %s" % (where, data, schema["exclusiveMinimum"]))
-        if "exclusiveMaximum" in schema and data >= schema["exclusiveMaximum"]:
-            raise ScheduleError("%s: %r is too large; choose a value < %s" % (where, data, schema["exclusiveMaximum"]))
-    if isinstance(data, dict):
-        _validate_object(data, schema, path, where)
-    if isinstance(data, list | tuple):
-        if len(data) < schema.get("minItems", 0):
-            raise ScheduleError("%s: needs at least %d item(s), got %d" % (where, schema["minItems"], len(data)))
-        if "items" in schema:
-            for index, item in enumerate(data):
-                validate(item, schema["items"], "%s[%d]" % (path or "schedule", index))
-
-
-def _validate_object(data, schema, path, where):
-    prefix = path + "." if path else ""
-    properties = schema.get("properties", {})
-    extra = schema.get("additionalProperties", True)
-    names = schema.get("propertyNames", {}).get("enum")
-    for name in data:
-        if not isinstance(name, str):
-            raise ScheduleError("%s: key %r is not a string" % (where, name))
-        if names is not None and name not in names:
-            raise ScheduleError("%s: %r is not allowed; choose one of %s" % (where, name, _choices(names)))
-        if extra is False and name not in properties:  # before "required": a misspelt field explains a missing one
-            raise ScheduleError("%s%s: unknown field; choose one of %s" % (prefix, name, ", ".join(sorted(properties))))
-    for name in schema.get("required", ()):
-        if name not in data:
-            raise ScheduleError("%s%s: is required" % (prefix, name))
-    if len(data) < schema.get("minProperties", 0):
-        raise ScheduleError("%s: needs at least %d entry(ies)" % (where, schema["minProperties"]))
-    for name, value in data.items():
-        if name in properties:
-            validate(value, properties[name], prefix + name)
-        elif isinstance(extra, dict):
-            validate(value, extra, prefix + name)
+    """Check data against a JSON Schema subset (core/schema.py); raise ScheduleError naming the first bad field."""
+    core_schema.validate(data, schema, path, error=ScheduleError, document="schedule")
 
 
 def _check_mix_sum(mix, where):
@@ -470,7 +366,8 @@ def _seed(seed):
 def _distribution(value):
     if value is not None and value not in ycsb.REQUEST_DISTRIBUTIONS:
         raise ScheduleError(
-            "requestdistribution: %r is not allowed; choose one of %s" % (value, _choices(ycsb.REQUEST_DISTRIBUTIONS))
+            "requestdistribution: %r is not allowed; choose one of %s"
+            % (value, core_schema.choices(ycsb.REQUEST_DISTRIBUTIONS))
         )
     return value
 
@@ -546,7 +443,7 @@ def hpc_job_queue(
     mixes = {kind: dict(mix) for kind, mix in HPC_PHASE_MIXES.items()}
     for kind, mix in (phase_mixes or {}).items():
         if kind not in mixes:
-            raise ScheduleError("phase_mixes: %r is not allowed; choose one of %s" % (kind, _choices(mixes)))
+            raise ScheduleError("phase_mixes: %r is not allowed; choose one of %s" % (kind, core_schema.choices(mixes)))
         mixes[kind] = _mix("phase_mixes.%s" % kind, mix)
 
     rng = random.Random(seed)
@@ -707,7 +604,7 @@ def daily_rate_fraction(hour, shape="sine", peak_hour=14.0, min_fraction=0.2):
         a = DAILY_PROFILE[low % 24]
         b = DAILY_PROFILE[(low + 1) % 24]
         return max(min_fraction, a + (b - a) * frac)
-    raise ScheduleError("shape: %r is not allowed; choose one of %s" % (shape, _choices(DAILY_SHAPES)))
+    raise ScheduleError("shape: %r is not allowed; choose one of %s" % (shape, core_schema.choices(DAILY_SHAPES)))
 
 
 def daily_pattern(
@@ -737,7 +634,7 @@ def daily_pattern(
     day_s = duration_s if day_s is None else _number("day_s", day_s, exclusive=0)
     step_s = _number("step_s", step_s, exclusive=0)
     if shape not in DAILY_SHAPES:
-        raise ScheduleError("shape: %r is not allowed; choose one of %s" % (shape, _choices(DAILY_SHAPES)))
+        raise ScheduleError("shape: %r is not allowed; choose one of %s" % (shape, core_schema.choices(DAILY_SHAPES)))
     peak_hour = _number("peak_hour", peak_hour, minimum=0, maximum=24)
     min_fraction = _number("min_fraction", min_fraction, exclusive=0, maximum=1)
     start_hour = _number("start_hour", start_hour, minimum=0, maximum=24)
