@@ -36,6 +36,7 @@ from _common import ROOT, use_collection
 use_collection()
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog as catalog_mod
+from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog_files
 from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import run_nodetool
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
@@ -119,7 +120,7 @@ def live_commands(settings):
     for name, value in settings.items():
         try:
             entry = cat.entry(name)
-        except catalog_mod.CatalogError as exc:
+        except catalog_files.CatalogError as exc:
             sys.exit("--a/--b: %s" % exc)
         live = entry.get("live") if entry else None
         if not live or live.get("method") != "nodetool":
@@ -127,7 +128,7 @@ def live_commands(settings):
         try:
             # The settings themselves are the "current" values of commands that set several at once.
             commands.append((name, cat.live_action(name, value, current=settings)["nodetool"]))
-        except catalog_mod.CatalogError as exc:
+        except catalog_files.CatalogError as exc:
             sys.exit("--a/--b: %s" % exc)
     return commands
 

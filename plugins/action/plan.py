@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.tactician.nosql.plugins.action.reconfigure_node import CatalogAction
-from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import catalog_dir
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import catalog_dir
 from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
 

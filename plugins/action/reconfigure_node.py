@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 
 
 class CatalogAction(ActionBase):

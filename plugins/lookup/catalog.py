@@ -77,7 +77,8 @@ _raw:
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 
 
 def catalog_lookup(store, version=None, names=None, validate=None, memory_mb=None, heap_mb=None):

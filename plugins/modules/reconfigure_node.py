@@ -238,7 +238,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import node_base
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import node_step as reconfigure
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import nodes as reconfigure_stores
-from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import (
     any_store_argument_spec,
     fail_imports,

@@ -15,7 +15,9 @@ from ansible.errors import AnsibleLookupError
 from ansible_collections.tactician.nosql.plugins.lookup import catalog as catalog_lookup_plugin
 from ansible_collections.tactician.nosql.plugins.lookup.catalog import catalog_lookup
 from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog as cat
-from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog_files
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "catalog")
@@ -79,7 +81,7 @@ def mongodb():
 
 
 def _all():
-    return [Catalog.for_store(store) for store in cat.STORES]
+    return [Catalog.for_store(store) for store in catalog_files.STORES]
 
 
 def _sample(entry):
@@ -99,11 +101,11 @@ def _sample(entry):
 
 
 # ------------------------------------------------------------------------------------------------ files
-@pytest.mark.parametrize("store", cat.STORES)
+@pytest.mark.parametrize("store", catalog_files.STORES)
 def test_every_file_matches_the_schema(store):
-    for path in cat._available(store).values():
-        data = cat.load_catalog_file(path)
-        cat.validate_catalog_schema(data)
+    for path in catalog_files._available(store).values():
+        data = catalog_files.load_catalog_file(path)
+        catalog_files.validate_catalog_schema(data)
         assert data["store"] == store
         assert os.path.basename(path) == "%s-%s.yml" % (store, data["version"])
 
@@ -115,7 +117,7 @@ def test_the_schema_catches_a_broken_entry():
     broken["type"] = "size"
     broken.pop("min")
     with pytest.raises(CatalogError) as err:
-        cat.validate_catalog_schema(data)
+        catalog_files.validate_catalog_schema(data)
     text = str(err.value)
     assert "[maxmemory]" in text and "min" in text
     with pytest.raises(CatalogError, match="maxmemory: missing min|maxmemory: min must be a number"):
@@ -165,15 +167,15 @@ def test_the_engine_imports_neither_jsonschema_nor_yaml():
 
 
 def test_find_catalog_by_version_prefix():
-    assert cat.find_catalog("cassandra").endswith("cassandra-5.0.yml")
-    assert cat.find_catalog("cassandra", "5").endswith("cassandra-5.0.yml")
-    assert cat.find_catalog("cassandra", "5.0.9").endswith("cassandra-5.0.yml")
-    assert cat.find_catalog("redis", "7.0.15").endswith("redis-7.yml")
-    assert cat.find_catalog("mongodb", "7.0").endswith("mongodb-7.0.yml")
+    assert catalog_files.find_catalog("cassandra").endswith("cassandra-5.0.yml")
+    assert catalog_files.find_catalog("cassandra", "5").endswith("cassandra-5.0.yml")
+    assert catalog_files.find_catalog("cassandra", "5.0.9").endswith("cassandra-5.0.yml")
+    assert catalog_files.find_catalog("redis", "7.0.15").endswith("redis-7.yml")
+    assert catalog_files.find_catalog("mongodb", "7.0").endswith("mongodb-7.0.yml")
     with pytest.raises(CatalogError, match="no cassandra catalog for version 4.1; available: 5.0"):
-        cat.find_catalog("cassandra", "4.1")
+        catalog_files.find_catalog("cassandra", "4.1")
     with pytest.raises(CatalogError, match="store: 'postgres' is not allowed; allowed: cassandra, redis, mongodb"):
-        cat.find_catalog("postgres")
+        catalog_files.find_catalog("postgres")
 
 
 def test_to_dict_round_trips_through_json():
@@ -185,7 +187,7 @@ def test_to_dict_round_trips_through_json():
 
 
 # ------------------------------------------------------------------------------------------------ entries
-@pytest.mark.parametrize("store", cat.STORES)
+@pytest.mark.parametrize("store", catalog_files.STORES)
 def test_every_default_is_inside_its_range(store):
     catalog = Catalog.for_store(store)
     for entry in catalog.entries():
@@ -202,7 +204,7 @@ def test_every_default_is_inside_its_range(store):
                 catalog.validate({name: value})
 
 
-@pytest.mark.parametrize("store", cat.STORES)
+@pytest.mark.parametrize("store", catalog_files.STORES)
 def test_paper_ranges_fit_the_catalog_ranges(store):
     catalog = Catalog.for_store(store)
     for entry in catalog.entries():
@@ -213,7 +215,7 @@ def test_paper_ranges_fit_the_catalog_ranges(store):
             assert choice in entry["choices"], entry["name"]
 
 
-@pytest.mark.parametrize("store", cat.STORES)
+@pytest.mark.parametrize("store", catalog_files.STORES)
 def test_every_value_round_trips_through_the_config_file(store):
     catalog = Catalog.for_store(store)
     for entry in catalog.entries():
@@ -231,7 +233,7 @@ def test_every_value_round_trips_through_the_config_file(store):
                 assert written == value and isinstance(written, type(value))  # YAML keeps the type
 
 
-@pytest.mark.parametrize("store", cat.STORES)
+@pytest.mark.parametrize("store", catalog_files.STORES)
 def test_live_entries_and_live_actions_agree(store):
     catalog = Catalog.for_store(store)
     for entry in catalog.entries():
@@ -243,7 +245,7 @@ def test_live_entries_and_live_actions_agree(store):
         value = catalog.normalize(name, _sample(entry))
         current = {other: catalog.defaults(heap_mb=1024)[other] for other in catalog.requires(name)}
         action = catalog.live_action(name, value, current)
-        assert list(action) == [cat.LIVE_METHODS[store]]
+        assert list(action) == [catalog_files.LIVE_METHODS[store]]
 
 
 def test_the_irace_and_iris_parameters_are_all_there(cassandra):
@@ -490,16 +492,16 @@ def test_row_cache_from_zero_needs_a_restart(cassandra):
 def test_restart_from_must_be_a_list(tmp_path):
     import yaml
 
-    from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog as catalog_mod
+    from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog_files
 
-    data = catalog_mod.Catalog.for_store("cassandra", "5.0").to_dict()
+    data = cat.Catalog.for_store("cassandra", "5.0").to_dict()
     for entry in data["parameters"]:
         if entry["name"] == "row_cache_size":
             entry["live"]["restart_from"] = 0
     path = tmp_path / "bad.yml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(CatalogError, match="row_cache_size: live.restart_from must be a list of values"):
-        catalog_mod.load_catalog_file(str(path))
+        catalog_files.load_catalog_file(str(path))
 
 
 def test_live_action_redis(redis):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import node_step as rc
-from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 
 
 class FakeCatalog:

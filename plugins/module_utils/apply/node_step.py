@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ApplyError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import Stopwatch
 

@@ -21,46 +21,25 @@ from __future__ import annotations
 
 import copy
 import difflib
-import glob
-import json
 import math
-import os
 import re
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import CoreError
-
-STORES = ("cassandra", "redis", "mongodb")
-TYPES = ("int", "float", "bool", "enum", "size", "duration", "rate", "string")
-NUMERIC_TYPES = ("int", "float", "size", "duration", "rate")
-UNIT_TYPES = ("size", "duration", "rate")
-APPLY_KINDS = ("live", "restart", "table")
-SCOPES = ("node", "table", "keyspace")
-RESOURCES = ("heap", "off_heap", "page_cache", "disk", "cpu", "network", "none")
-MEMORY_RESOURCES = ("heap", "off_heap", "page_cache")
-UNITS = ("bytes", "KiB", "MiB", "GiB", "ms", "s", "min", "MiB/s", "count", "ratio", "percent", "none")
-LIVE_METHODS = {"cassandra": "nodetool", "redis": "config_set", "mongodb": "set_parameter"}
-YAML_STORES = ("cassandra", "mongodb")
-DOC_HINT = "see docs/catalog.md or lookup('tactician.nosql.catalog', store='%s')"
-
-_REQUIRED = (
-    "name",
-    "description",
-    "type",
-    "unit",
-    "default",
-    "scope",
-    "apply",
-    "resource",
-    "config_key",
-    "config_format",
-    "setting_name",
-    "papers",
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import (
+    MEMORY_RESOURCES,
+    NUMERIC_TYPES,
+    RATE_UNITS,
+    SIZE_UNITS,
+    TIME_UNITS,
+    UNIT_TYPES,
+    CatalogError,
+    check_structure,
+    find_catalog,
+    is_number,
+    load_catalog_file,
 )
 
-# Sizes in bytes, durations in milliseconds, rates in bytes per second.
-_SIZE_UNITS = {"bytes": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
-_TIME_UNITS = {"ms": 1, "s": 1000, "min": 60000}
-_RATE_UNITS = {"MiB/s": 1024**2}
+DOC_HINT = "see docs/catalog.md or lookup('tactician.nosql.catalog', store='%s')"
+
 
 _SIZE_SUFFIXES = {
     "b": 1,
@@ -106,205 +85,6 @@ _EXAMPLES = {
 }
 
 
-class CatalogError(CoreError, ValueError):
-    """A bad catalog, an unknown name or bad values. The message names every bad field at once."""
-
-    def __init__(self, message, problems=None):
-        super().__init__(message)
-        self.problems = list(problems or [message])
-
-
-# ------------------------------------------------------------------------------------------------ files
-def catalog_dir():
-    """The collection's catalog/ folder (four levels above this file: plugins/module_utils/core/)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(here))), "catalog")
-
-
-def _version_tuple(text):
-    try:
-        return tuple(int(part) for part in str(text).split("."))
-    except ValueError:
-        return ()
-
-
-def _available(store):
-    found = {}
-    for path in glob.glob(os.path.join(catalog_dir(), "%s-*.yml" % store)):
-        version = os.path.basename(path)[len(store) + 1 : -len(".yml")]
-        if _version_tuple(version):
-            found[version] = path
-    return found
-
-
-def find_catalog(store, version=None):
-    """Path of the newest catalog file of store, or of the one matching the version prefix."""
-    if store not in STORES:
-        raise CatalogError("store: %r is not allowed; allowed: %s" % (store, ", ".join(STORES)))
-    found = _available(store)
-    if not found:
-        raise CatalogError("no catalog file for %s in %s" % (store, catalog_dir()))
-    candidates = found
-    if version not in (None, ""):
-        wanted = _version_tuple(version)
-        if not wanted:
-            raise CatalogError("version: %r is not a version such as 5.0 or 7.0.15" % (version,))
-        candidates = {
-            v: p
-            for v, p in found.items()
-            if wanted[: len(_version_tuple(v))] == _version_tuple(v) or _version_tuple(v)[: len(wanted)] == wanted
-        }
-        if not candidates:
-            raise CatalogError(
-                "no %s catalog for version %s; available: %s" % (store, version, ", ".join(sorted(found)))
-            )
-    best = max(candidates, key=_version_tuple)
-    return candidates[best]
-
-
-def load_catalog_file(path):
-    """Parse one catalog file (YAML) and check its structure; returns the data dict."""
-    try:
-        import yaml
-    except ImportError as exc:  # pragma: no cover - PyYAML ships with Ansible
-        raise CatalogError("reading %s needs PyYAML (python3-yaml)" % path) from exc
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
-    except OSError as exc:
-        raise CatalogError("cannot read catalog %s: %s" % (path, exc)) from exc
-    except yaml.YAMLError as exc:
-        raise CatalogError("catalog %s is not valid YAML: %s" % (path, exc)) from exc
-    check_structure(data, where=os.path.basename(path))
-    return data
-
-
-def validate_catalog_schema(data, schema_path=None):
-    """Check data against catalog/schema.json (JSON Schema 2020-12). Raises CatalogError listing every error."""
-    try:
-        import jsonschema
-    except ImportError as exc:
-        raise CatalogError("the schema check needs the Python library jsonschema") from exc
-    schema_path = schema_path or os.path.join(catalog_dir(), "schema.json")
-    try:
-        with open(schema_path, encoding="utf-8") as handle:
-            schema = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise CatalogError("cannot read the catalog schema %s: %s" % (schema_path, exc)) from exc
-    validator_class = jsonschema.Draft202012Validator
-    validator_class.check_schema(schema)
-    problems = []
-    for error in sorted(validator_class(schema).iter_errors(data), key=lambda err: list(err.absolute_path)):
-        problems.append("%s: %s" % (_json_path(data, error.absolute_path), error.message))
-    if problems:
-        raise CatalogError("catalog does not match the schema: " + "; ".join(problems), problems)
-
-
-def _json_path(data, path):
-    parts = []
-    node = data
-    for part in path:
-        if isinstance(part, int) and isinstance(node, list) and part < len(node):
-            node = node[part]
-            label = node.get("name") if isinstance(node, dict) else None
-            parts.append("[%s]" % (label or part))
-        else:
-            node = node.get(part) if isinstance(node, dict) else None
-            parts.append(".%s" % part)
-    return "$" + "".join(parts)
-
-
-def check_structure(data, where="catalog"):
-    """The checks the engine depends on, without jsonschema. Raises CatalogError listing every problem."""
-    if not isinstance(data, dict):
-        raise CatalogError("%s: a catalog is a mapping with store, version and parameters" % where)
-    problems = []
-    store = data.get("store")
-    if store not in STORES:
-        problems.append("store: %r is not allowed; allowed: %s" % (store, ", ".join(STORES)))
-    if not isinstance(data.get("version"), str) or not _version_tuple(data.get("version")):
-        problems.append('version: %r is not a version string such as "5.0"' % (data.get("version"),))
-    parameters = data.get("parameters")
-    if not isinstance(parameters, list) or not parameters:
-        problems.append("parameters: must be a non-empty list")
-        parameters = []
-    seen = {}
-    for index, entry in enumerate(parameters):
-        label = entry.get("name") if isinstance(entry, dict) else None
-        label = label or "parameters[%d]" % index
-        if not isinstance(entry, dict):
-            problems.append("%s: must be a mapping" % label)
-            continue
-        problems.extend("%s: %s" % (label, p) for p in _entry_problems(entry, store))
-        for name in [entry.get("name")] + list(entry.get("other_names") or []):
-            if name in seen:
-                problems.append("%s: name %s is also used by %s" % (label, name, seen[name]))
-            elif name:
-                seen[name] = label
-    for entry in parameters:
-        live = entry.get("live") if isinstance(entry, dict) else None
-        for other in (live or {}).get("requires") or []:
-            if other not in seen:
-                problems.append("%s: live.requires names unknown parameter %s" % (entry.get("name"), other))
-        restart_from = (live or {}).get("restart_from")
-        if restart_from is not None and not isinstance(restart_from, list):
-            problems.append("%s: live.restart_from must be a list of values" % entry.get("name"))
-    for rule in data.get("constraints") or []:
-        for key in ("smaller", "larger"):
-            if rule.get(key) not in seen:
-                problems.append("constraints: %s %r is not a parameter" % (key, rule.get(key)))
-    if problems:
-        raise CatalogError("%s: %s" % (where, "; ".join(problems)), problems)
-
-
-def _entry_problems(entry, store):
-    problems = ["missing %s" % key for key in _REQUIRED if key not in entry]
-    kind = entry.get("type")
-    if kind not in TYPES:
-        problems.append("type %r is not one of %s" % (kind, ", ".join(TYPES)))
-    if entry.get("unit") not in UNITS:
-        problems.append("unit %r is not one of %s" % (entry.get("unit"), ", ".join(UNITS)))
-    units = {"size": _SIZE_UNITS, "duration": _TIME_UNITS, "rate": _RATE_UNITS}.get(kind)
-    if units is not None and entry.get("unit") not in units:
-        problems.append("unit %r does not fit type %s (use %s)" % (entry.get("unit"), kind, ", ".join(units)))
-    if kind in NUMERIC_TYPES:
-        for key in ("min", "max"):
-            if not _is_number(entry.get(key)):
-                problems.append("%s must be a number for type %s" % (key, kind))
-    if kind == "enum" and not (isinstance(entry.get("choices"), list) and entry.get("choices")):
-        problems.append("choices must be a non-empty list for type enum")
-    if entry.get("scope") not in SCOPES:
-        problems.append("scope %r is not one of %s" % (entry.get("scope"), ", ".join(SCOPES)))
-    apply = entry.get("apply")
-    if apply not in APPLY_KINDS:
-        problems.append("apply %r is not one of %s" % (apply, ", ".join(APPLY_KINDS)))
-    if entry.get("resource") not in RESOURCES:
-        problems.append("resource %r is not one of %s" % (entry.get("resource"), ", ".join(RESOURCES)))
-    live = entry.get("live")
-    if apply == "live":
-        if not isinstance(live, dict):
-            problems.append("apply live needs a live object saying how")
-        elif store in LIVE_METHODS and live.get("method") != LIVE_METHODS[store]:
-            problems.append(
-                "live.method %r is not %s (the %s method)" % (live.get("method"), LIVE_METHODS[store], store)
-            )
-        elif live.get("method") == "nodetool" and not live.get("argv"):
-            problems.append("live.argv is required for nodetool")
-        elif live.get("method") == "set_parameter" and not live.get("parameter"):
-            problems.append("live.parameter is required for set_parameter")
-    elif live is not None:
-        problems.append("live is only for apply live")
-    if "{value}" not in str(entry.get("config_format", "")):
-        problems.append("config_format must contain {value}")
-    if not isinstance(entry.get("papers", []), list):
-        problems.append("papers must be a list")
-    return problems
-
-
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 # ------------------------------------------------------------------------------------------------ values
 def _format_number(value):
     if isinstance(value, bool):
@@ -327,7 +107,7 @@ def _with_unit(value, unit):
 
 
 def _unit_factor(kind, unit):
-    table = {"size": _SIZE_UNITS, "duration": _TIME_UNITS, "rate": _RATE_UNITS}[kind]
+    table = {"size": SIZE_UNITS, "duration": TIME_UNITS, "rate": RATE_UNITS}[kind]
     return table[unit]
 
 
@@ -420,8 +200,8 @@ class Catalog:
     def _example(self, entry):
         if entry["type"] in UNIT_TYPES:
             sample = entry.get("default")
-            if not _is_number(sample):
-                sample = entry.get("max") if _is_number(entry.get("max")) and entry["max"] < 1000 else 256
+            if not is_number(sample):
+                sample = entry.get("max") if is_number(entry.get("max")) and entry["max"] < 1000 else 256
             return "%s%s" % (_format_number(sample), entry["unit"])
         return _format_number(entry.get("default"))
 
@@ -458,7 +238,7 @@ class Catalog:
     def _bool(self, entry, raw):
         if isinstance(raw, bool):
             return raw
-        if _is_number(raw) and raw in (0, 1):
+        if is_number(raw) and raw in (0, 1):
             return bool(raw)
         text = str(raw).strip().lower()
         if text in _TRUE:
@@ -488,7 +268,7 @@ class Catalog:
         name = entry["name"]
         if isinstance(raw, bool):
             raise CatalogError("%s: %r is not a number" % (name, raw))
-        if _is_number(raw):
+        if is_number(raw):
             value = float(raw)
         else:
             match = _NUMBER.match(str(raw))
@@ -511,7 +291,7 @@ class Catalog:
         target = _unit_factor(kind, entry["unit"])
         if isinstance(raw, bool):
             raise CatalogError("%s: %r is not a %s (%s)" % (name, raw, kind, _EXAMPLES[kind]))
-        if _is_number(raw):
+        if is_number(raw):
             number, suffix = float(raw), ""
         else:
             match = _NUMBER.match(str(raw))
@@ -526,9 +306,9 @@ class Catalog:
                 )
         else:
             bare = unit or entry["unit"]
-            if unit is None and entry.get("setting_unit") and _is_number(entry.get("max")) and number > entry["max"]:
+            if unit is None and entry.get("setting_unit") and is_number(entry.get("max")) and number > entry["max"]:
                 bare = entry["setting_unit"]
-            if bare not in {"size": _SIZE_UNITS, "duration": _TIME_UNITS, "rate": _RATE_UNITS}[kind]:
+            if bare not in {"size": SIZE_UNITS, "duration": TIME_UNITS, "rate": RATE_UNITS}[kind]:
                 raise CatalogError("%s: unit %r does not fit a %s" % (name, bare, kind))
             factor = _unit_factor(kind, bare)
         value = number * factor / target
@@ -607,7 +387,7 @@ class Catalog:
                 continue
             a = values.get(small, self._default(self._entries[small], heap_mb, memory_mb))
             b = values.get(large, self._default(self._entries[large], heap_mb, memory_mb))
-            if _is_number(a) and _is_number(b) and a > b:
+            if is_number(a) and is_number(b) and a > b:
                 problems.append(
                     "%s (%s) must not be larger than %s (%s)" % (small, _format_number(a), large, _format_number(b))
                 )
@@ -626,7 +406,7 @@ class Catalog:
             mb = max(mb, float(rule["min_mb"]))
         if "max_mb" in rule:
             mb = min(mb, float(rule["max_mb"]))
-        value = mb * _SIZE_UNITS["MiB"] / _SIZE_UNITS[entry["unit"]]
+        value = mb * SIZE_UNITS["MiB"] / SIZE_UNITS[entry["unit"]]
         if entry.get("integer", True):
             return int(math.floor(value + 1e-9))
         return _clean_float(value)
@@ -646,12 +426,12 @@ class Catalog:
             if entry["type"] != "size" or entry["resource"] not in MEMORY_RESOURCES or entry["scope"] != "node":
                 continue
             value = full.get(name)
-            if not _is_number(value) or value <= 0:
+            if not is_number(value) or value <= 0:
                 continue
             conditions = entry.get("budget_when") or {}
             if any(full.get(other) not in allowed for other, allowed in conditions.items()):
                 continue
-            mb = value * _SIZE_UNITS[entry["unit"]] / _SIZE_UNITS["MiB"]
+            mb = value * SIZE_UNITS[entry["unit"]] / SIZE_UNITS["MiB"]
             items.append((entry["resource"], name, mb, name not in values))
         return items
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import math
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate_features import (
     FeatureSpace,
     SurrogateError,

@@ -37,10 +37,11 @@ class ModelingError(ModelError, ValueError):
 def _catalog(store, store_version, data=None):
     """The store's Catalog: from data (what an action plugin loaded on the controller) or the catalog files."""
     from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog as catalog_mod
+    from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog_files
 
     try:
         cat = catalog_mod.Catalog(data) if data else catalog_mod.Catalog.for_store(store, store_version)
-    except catalog_mod.CatalogError as exc:
+    except catalog_files.CatalogError as exc:
         raise ModelingError("store_version: %s" % exc) from None
     if cat.store != store:
         raise ModelingError("catalog: it is the catalog of %s, not of %s" % (cat.store, store))
@@ -63,7 +64,7 @@ def make_design(
 ):
     """A design document: {schema, store, store_version, parameters, ranges, method, seed, points: [{id, config}],
     infeasible, criterion}."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog as catalog_mod
+    from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog_files
     from ansible_collections.tactician.nosql.plugins.module_utils.models import (
         surrogate_design,
         surrogate_features,
@@ -80,7 +81,7 @@ def make_design(
         result = surrogate_design.design(
             space, n, method=method, seed=seed, feasible=feasible, include_default=include_default
         )
-    except (surrogate_features.SurrogateError, catalog_mod.CatalogError) as exc:
+    except (surrogate_features.SurrogateError, catalog_files.CatalogError) as exc:
         raise ModelingError(str(exc)) from None
     points = [{"id": "p%02d" % index, "config": config} for index, config in enumerate(result["points"])]
     return {
@@ -303,7 +304,7 @@ def fit_surrogate(
 ):
     """Fit the single-node surrogate on a dataset, report held-out metrics (whole configurations held out), then
     refit on every row and save. Returns (document, evaluation, summary lines)."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog as catalog_mod
+    from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog_files
     from ansible_collections.tactician.nosql.plugins.module_utils.models import (
         surrogate,
         surrogate_features,
@@ -333,7 +334,7 @@ def fit_surrogate(
         evaluation["test_rows"] = len(test)
         evaluation["test_configurations"] = len({_config_group(r) for r in test})
         model = surrogate.Surrogate(space, n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(rows)
-    except (surrogate_features.SurrogateError, catalog_mod.CatalogError) as exc:
+    except (surrogate_features.SurrogateError, catalog_files.CatalogError) as exc:
         raise ModelingError(str(exc)) from None
     evaluation["dropped_contended"] = contended
     evaluation["held_out"] = [

@@ -444,7 +444,8 @@ def run_plan(
     tactic (the tactic advisor on one sample; tactic = {sample, state_file, outcome, saturation,
     oscillation_window_s, oscillation_penalty, bootstrap (labelled runs, or the path of their file),
     knowledge_base})."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
+    from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+    from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
     from ansible_collections.tactician.nosql.plugins.module_utils.models import (
         advisor,
         surrogate_design,

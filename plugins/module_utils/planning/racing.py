@@ -653,7 +653,8 @@ def _mean(values):
 def race_from_spec(catalog_data, spec):
     """A Race from the race module's options: parameters, ranges, defaults, fixed, instances, budget_evaluations,
     budget_s, seed, initial, first_test, each_test, confidence, memory_mb, heap_mb."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog, CatalogError
+    from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+    from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 
     try:
         catalog = Catalog(catalog_data) if isinstance(catalog_data, dict) else catalog_data
