@@ -222,7 +222,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    fail_imports(module, [(name, None) for name in [report.missing_library()] if name])
+    fail_imports(module, report.missing_libraries())
     p = module.params
     write = not module.check_mode
     try:

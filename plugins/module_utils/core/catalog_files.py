@@ -11,6 +11,7 @@ import glob
 import json
 import os
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import imports
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import CoreError
 
 STORES = ("cassandra", "redis", "mongodb")
@@ -105,10 +106,7 @@ def find_catalog(store, version=None):
 
 def load_catalog_file(path):
     """Parse one catalog file (YAML) and check its structure; returns the data dict."""
-    try:
-        import yaml
-    except ImportError as exc:  # pragma: no cover - PyYAML ships with Ansible
-        raise CatalogError("reading %s needs PyYAML (python3-yaml)" % path) from exc
+    yaml = imports.require("yaml", CatalogError, "reading %s" % path)
     try:
         with open(path, encoding="utf-8") as handle:
             data = yaml.safe_load(handle)
@@ -122,10 +120,7 @@ def load_catalog_file(path):
 
 def validate_catalog_schema(data, schema_path=None):
     """Check data against catalog/schema.json (JSON Schema 2020-12). Raises CatalogError listing every error."""
-    try:
-        import jsonschema
-    except ImportError as exc:
-        raise CatalogError("the schema check needs the Python library jsonschema") from exc
+    jsonschema = imports.require("jsonschema", CatalogError, "the schema check")
     schema_path = schema_path or os.path.join(catalog_dir(), "schema.json")
     try:
         with open(schema_path, encoding="utf-8") as handle:

@@ -26,6 +26,7 @@ import os
 import random
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import imports
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
 
 TACTICS = (
@@ -81,11 +82,7 @@ class AdvisorError(ModelError, ValueError):
 
 
 def _river_tree():
-    try:
-        from river import tree
-    except ImportError:
-        raise AdvisorError("the tactic advisor needs the Python library river (pip install river)") from None
-    return tree
+    return imports.require("river.tree", AdvisorError, "the tactic advisor")
 
 
 def features(sample):

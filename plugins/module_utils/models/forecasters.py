@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import inspect
 import math
-import traceback
 import warnings
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import imports
 from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast_series import (
     ForecastError,
     check_bounds,
@@ -43,13 +43,7 @@ _CONSTANT_TOLERANCE = 1e-12
 
 def missing_libraries():
     """[(library, traceback)] of what the ARIMA forecaster needs and cannot import; [] when all are there."""
-    missing = []
-    for name, module in (("numpy", "numpy"), ("statsmodels", "statsmodels.tsa.arima.model")):
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append((name, traceback.format_exc()))
-    return missing
+    return imports.missing("numpy", "statsmodels.tsa.arima.model")
 
 
 class Forecaster:

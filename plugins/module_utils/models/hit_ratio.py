@@ -12,29 +12,13 @@ ResourceModelError naming the field.
 from __future__ import annotations
 
 import math
-import traceback
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import imports
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
 
-try:
-    import numpy as np
-
-    HAS_NUMPY = True
-    NUMPY_IMPORT_ERROR = None
-except ImportError:
-    np = None
-    HAS_NUMPY = False
-    NUMPY_IMPORT_ERROR = traceback.format_exc()
-try:
-    from scipy.interpolate import PchipInterpolator
-    from scipy.optimize import brentq
-
-    HAS_SCIPY = True
-    SCIPY_IMPORT_ERROR = None
-except ImportError:
-    PchipInterpolator = brentq = None
-    HAS_SCIPY = False
-    SCIPY_IMPORT_ERROR = traceback.format_exc()
+np = imports.optional("numpy")
+_interpolate = imports.optional("scipy.interpolate")
+_optimize = imports.optional("scipy.optimize")
 
 
 DISTRIBUTIONS = ("uniform", "zipfian", "hotspot")
@@ -51,13 +35,8 @@ class ResourceModelError(ModelError, ValueError):
 
 
 def missing_libraries():
-    """[(library, traceback)] of the libraries this engine needs and cannot import (for common.fail_imports)."""
-    missing = []
-    if not HAS_NUMPY:
-        missing.append(("numpy", NUMPY_IMPORT_ERROR))
-    if not HAS_SCIPY:
-        missing.append(("scipy", SCIPY_IMPORT_ERROR))
-    return missing
+    """[(package, reason)] of the libraries this engine needs and cannot import (for a module's fail_imports)."""
+    return imports.missing("numpy", "scipy.interpolate", "scipy.optimize")
 
 
 def require_libraries():
@@ -133,9 +112,9 @@ def plain(value):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
-    if HAS_NUMPY and isinstance(value, np.ndarray):
+    if np is not None and isinstance(value, np.ndarray):
         return plain(value.tolist())
-    if HAS_NUMPY and isinstance(value, np.generic):
+    if np is not None and isinstance(value, np.generic):
         return value.item()
     return value
 
@@ -168,7 +147,7 @@ def _che(values, counts, cache_items):
         if filled(high) > 0:
             break
         low, high = high, high * 2.0
-    t = brentq(filled, low, high, xtol=1e-12 * high, rtol=1e-12, maxiter=500)
+    t = _optimize.brentq(filled, low, high, xtol=1e-12 * high, rtol=1e-12, maxiter=500)
     hit = float(np.dot(counts * q, -np.expm1(-q * t)))
     return min(1.0, max(0.0, hit)), float(t)
 

@@ -22,27 +22,8 @@ ResourceModelError naming the library instead of an ImportError at import time.
 from __future__ import annotations
 
 import math
-import traceback
 
-try:
-    import numpy as np
-
-    HAS_NUMPY = True
-    NUMPY_IMPORT_ERROR = None
-except ImportError:
-    np = None
-    HAS_NUMPY = False
-    NUMPY_IMPORT_ERROR = traceback.format_exc()
-try:
-    from scipy.interpolate import PchipInterpolator
-    from scipy.optimize import brentq
-
-    HAS_SCIPY = True
-    SCIPY_IMPORT_ERROR = None
-except ImportError:
-    PchipInterpolator = brentq = None
-    HAS_SCIPY = False
-    SCIPY_IMPORT_ERROR = traceback.format_exc()
+from ansible_collections.tactician.nosql.plugins.module_utils.core import imports
 from ansible_collections.tactician.nosql.plugins.module_utils.models.hit_ratio import (
     ResourceModelError,
     check_count,
@@ -52,6 +33,9 @@ from ansible_collections.tactician.nosql.plugins.module_utils.models.hit_ratio i
     plain,
     require_libraries,
 )
+
+np = imports.optional("numpy")
+_interpolate = imports.optional("scipy.interpolate")
 
 DEFAULT_LEVELS = (5.0, 20.0, 40.0, 60.0, 80.0)
 
@@ -266,7 +250,7 @@ class ReadModel:
             by_hit.setdefault(hit, []).append(tput)
         hits = np.array(sorted(by_hit))
         tputs = np.array([sum(by_hit[h]) / len(by_hit[h]) for h in hits])
-        spline = PchipInterpolator(hits, tputs, extrapolate=False) if len(hits) > 1 else None
+        spline = _interpolate.PchipInterpolator(hits, tputs, extrapolate=False) if len(hits) > 1 else None
         return hits, tputs, spline
 
     def _raw_throughputs(self, hits):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import imports
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
@@ -74,26 +75,14 @@ class SurrogateError(ModelError, ValueError):
 
 
 # ------------------------------------------------------------------------------------------------ libraries
-_LIBRARIES = {"numpy": "numpy", "scipy": "scipy", "sklearn": "scikit-learn"}
+_LIBRARIES = {"numpy": "numpy", "scipy": "scipy.stats.qmc", "sklearn": "sklearn.ensemble"}
+"""What each part needs: numpy to encode and predict, scipy's Latin hypercube to design, scikit-learn to fit."""
 
 
 def import_library(name):
-    try:
-        if name == "numpy":
-            import numpy
-
-            return numpy
-        if name == "scipy":
-            from scipy.stats import qmc
-
-            return qmc
-        from sklearn.ensemble import RandomForestRegressor
-
-        return RandomForestRegressor
-    except ImportError as exc:
-        raise SurrogateError(
-            "%s: the Python library %s is needed here and could not be imported (%s)" % (name, _LIBRARIES[name], exc)
-        ) from exc
+    """numpy, scipy's qmc module, or scikit-learn's RandomForestRegressor; SurrogateError naming it when missing."""
+    module = imports.require(_LIBRARIES[name], SurrogateError, name)
+    return module.RandomForestRegressor if name == "sklearn" else module
 
 
 def numpy_library():
@@ -102,14 +91,8 @@ def numpy_library():
 
 def missing_libraries(fit=True, design=True):
     """[(library, error text)] of what is missing: numpy always, scikit-learn to fit, scipy to design."""
-    missing = []
     wanted = ["numpy"] + (["sklearn"] if fit else []) + (["scipy"] if design else [])
-    for name in wanted:
-        try:
-            import_library(name)
-        except SurrogateError as exc:
-            missing.append((_LIBRARIES[name], str(exc)))
-    return missing
+    return imports.missing(*(_LIBRARIES[name] for name in wanted))
 
 
 # ------------------------------------------------------------------------------------------------ small checks

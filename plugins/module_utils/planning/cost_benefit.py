@@ -29,7 +29,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import checks
+from ansible_collections.tactician.nosql.plugins.module_utils.core import checks, imports
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 
 DEFAULT_STEP_S = 30.0
@@ -40,11 +40,7 @@ class PlanError(PlanningError, ValueError):
 
 
 def _np():
-    try:
-        import numpy
-    except ImportError:
-        raise PlanError("planning needs the Python library numpy") from None
-    return numpy
+    return imports.require("numpy", PlanError, "planning")
 
 
 def _number(field, value, minimum=None, above=None):
@@ -372,10 +368,7 @@ def ga_plan(timeline, start, seeds=(), seed=0, population=50, generations=200, c
     population (the no-switch plan always is)."""
     started = time.monotonic()
     np = _np()
-    try:
-        import pygad
-    except ImportError:
-        raise PlanError("the genetic plan search needs the Python library pygad (pip install pygad)") from None
+    pygad = imports.require("pygad", PlanError, "the genetic plan search")
     K, C = timeline.steps, timeline.configs
     rng = np.random.default_rng(seed)
     genes = np.zeros((population, K), dtype=int)

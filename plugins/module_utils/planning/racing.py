@@ -28,7 +28,7 @@ import os
 import random
 import time
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import checks
+from ansible_collections.tactician.nosql.plugins.module_utils.core import checks, imports
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_design, surrogate_features
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
@@ -50,11 +50,7 @@ class Pending(Exception):
 
 
 def _stats():
-    try:
-        from scipy import stats
-    except ImportError:
-        raise RaceError("the racing statistics need the Python library scipy") from None
-    return stats
+    return imports.require("scipy.stats", RaceError, "the racing statistics")
 
 
 # ------------------------------------------------------------------------------------------------ statistics

@@ -18,24 +18,22 @@ import datetime
 import html
 import os
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import checks
+from ansible_collections.tactician.nosql.plugins.module_utils.core import checks, imports
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 
-try:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-except ImportError:  # reported by the caller through missing_library()
-    plt = None
+matplotlib = imports.optional("matplotlib")
+if matplotlib is not None:
+    matplotlib.use("Agg")  # files only: no display is needed, whatever the machine has
+plt = imports.optional("matplotlib.pyplot")  # None when missing: the report module reports missing_libraries()
 
 
 class ReportError(PlanningError, ValueError):
     """Bad input to a report; the message names the field."""
 
 
-def missing_library():
-    return None if plt is not None else "matplotlib"
+def missing_libraries():
+    """[(package, reason)] when matplotlib (the plots) cannot be imported."""
+    return imports.missing("matplotlib.pyplot")
 
 
 def _need_plt():

@@ -22,6 +22,7 @@ import json
 import math
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import imports
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_design, surrogate_features
@@ -44,11 +45,7 @@ def _np():
 
 
 def _pygad():
-    try:
-        import pygad
-    except ImportError:
-        raise TuneError("the configuration search needs the Python library pygad (pip install pygad)") from None
-    return pygad
+    return imports.require("pygad", TuneError, "the configuration search")
 
 
 def config_key(config):

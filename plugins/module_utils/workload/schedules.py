@@ -24,14 +24,12 @@ import os
 import random
 from typing import NamedTuple
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import imports
 from ansible_collections.tactician.nosql.plugins.module_utils.core import schema as core_schema
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import WorkloadError
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import ycsb
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core; JSON is the fallback
-    yaml = None
+yaml = imports.optional("yaml")  # PyYAML ships with ansible-core; JSON is the fallback
 
 SCHEMA_VERSION = 1
 DEFAULT_STEP_S = 30.0
