@@ -31,6 +31,10 @@ stage_build() {
   tmp=$(mktemp -d)
   rm -rf "$out" && mkdir -p "$out"
   ansible-galaxy collection build --force --output-path "$out" >/dev/null || rc=1
+  if [ $rc -eq 0 ] && tar -tzf "$out"/tactician-nosql-*.tar.gz | grep -E '^(benchmarks|scripts)/'; then
+    echo "the tarball holds the files above: benchmarks/ and scripts/ belong to the repository, not the collection"
+    rc=1
+  fi
   if [ $rc -eq 0 ]; then
     ANSIBLE_COLLECTIONS_PATH="$tmp" ansible-galaxy collection install --offline --no-deps --force -p "$tmp" \
       "$out"/tactician-nosql-*.tar.gz >/dev/null || rc=1
@@ -57,7 +61,7 @@ stage_build() {
       rc=1
     fi
   fi
-  [ $rc -eq 0 ] && echo "built $(basename "$out"/tactician-nosql-*.tar.gz), installed offline, ansible-doc ok for $(ls plugins/modules/*.py | wc -l) modules, $ee"
+  [ $rc -eq 0 ] && echo "built $(basename "$out"/tactician-nosql-*.tar.gz) (no benchmark or script in it), installed offline, ansible-doc ok for $(ls plugins/modules/*.py | wc -l) modules, $ee"
   rm -rf "$tmp"
   return $rc
 }
