@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import checks
-from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ApplyError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import CoreError
 
 
-class ReplicationError(ApplyError, ValueError):
+class ReplicationError(CoreError, ValueError):
     """Bad input for the batch rule or the lock, or a lock held by someone else. The message names the field."""
 
 
