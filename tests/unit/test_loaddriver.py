@@ -5,6 +5,7 @@ import stat
 
 import pytest
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver
 
@@ -156,7 +157,7 @@ def test_plan_reports_mix_and_read_ratio():
     ],
 )
 def test_plan_errors_name_the_field(change, field):
-    with pytest.raises(loadrun.LoadError) as err:
+    with pytest.raises(TacticianError) as err:  # the load run's own error, or the workload spec's
         loadrun.plan(dict(BASE, **change))
     assert str(err.value).startswith(field + ":")
 

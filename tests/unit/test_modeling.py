@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import predict
 from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
@@ -100,7 +101,7 @@ def test_design_includes_default_and_is_deterministic():
 def test_design_bad_input():
     with pytest.raises(modeling.ModelingError, match="^method: .*d_optimal, lhs"):
         modeling.make_design("cassandra", "5.0", PARAMETERS, 8, method="grid")
-    with pytest.raises(modeling.ModelingError, match="concurrent_read"):
+    with pytest.raises(TacticianError, match="concurrent_read"):  # the catalog's error, as it is
         modeling.make_design("cassandra", "5.0", ["concurrent_read"], 8)
 
 

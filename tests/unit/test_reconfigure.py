@@ -4,6 +4,7 @@ import pytest
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import node_step as rc
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
 
 
 class FakeCatalog:
@@ -165,7 +166,7 @@ def test_forced_restart_and_no_restart_contradict():
 
 def test_bad_input_fails_before_reading_the_node():
     node = FakeNode()
-    with pytest.raises(rc.ReconfigureError, match="out of range"):
+    with pytest.raises(TacticianError, match="out of range"):  # the catalog's error, as it is
         rc.reconfigure(node, FakeCatalog(), {"memtable_heap_space": 99999})
     with pytest.raises(rc.ReconfigureError, match="table or keyspace options"):
         rc.reconfigure(node, FakeCatalog(), {"compaction": "LeveledCompactionStrategy"})

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ApplyError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import Stopwatch
 
@@ -42,10 +41,7 @@ def compare(catalog, wanted, current):
 
 def validate(catalog, settings, memory_mb=None, heap_mb=None):
     """Normalized settings, or ReconfigureError naming every bad field; node settings only."""
-    try:
-        wanted = catalog.validate(settings, memory_mb=memory_mb, heap_mb=heap_mb)
-    except CatalogError as exc:
-        raise ReconfigureError(str(exc)) from exc
+    wanted = catalog.validate(settings, memory_mb=memory_mb, heap_mb=heap_mb)
     table = sorted(name for name in wanted if catalog.apply_kind(name) == "table")
     if table:
         raise ReconfigureError(

@@ -83,10 +83,7 @@ def forecast_workload(
                 lookahead["reason"] += "; auto forecasts the last value until the history is long enough"
         else:
             candidates = AUTO_METHODS if method == "auto" else (method,)
-            try:
-                accuracy = fc.evaluate(series, list(candidates), horizons, fields=list(fields), history=history)
-            except forecast_series.ForecastError as exc:
-                raise PredictError(str(exc)) from None
+            accuracy = fc.evaluate(series, list(candidates), horizons, fields=list(fields), history=history)
             scored = []
             for name in candidates:
                 rows = [row for row in accuracy if row["method"] == name]
@@ -120,10 +117,7 @@ def forecast_workload(
                 "schedule_position: %s is past the end of the schedule (%d steps)" % (schedule_position, length)
             )
         steps = min(steps, remaining)
-    try:
-        future = fc.forecast(series, steps, method=method, **options)
-    except forecast_series.ForecastError as exc:
-        raise PredictError(str(exc)) from None
+    future = fc.forecast(series, steps, method=method, **options)
     return {
         "method": method,
         "step_s": step_s,
@@ -182,7 +176,6 @@ def predict_resource(
     hardware_profile=None,
 ):
     """Usage (% of the node) of a workload and, with cap, the largest throughput that keeps the node under it."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.models import hit_ratio as hit_ratio_mod
     from ansible_collections.tactician.nosql.plugins.module_utils.models import resource_model as rm
 
     data, metadata = modelstore.load_model(model_file, kind="resource", store=store, hardware_profile=hardware_profile)
@@ -198,22 +191,19 @@ def predict_resource(
         share = 1.0 if read_ratio is None else read_ratio
         read_throughput, update_throughput = throughput * share, throughput * (1.0 - share)
     result = {"hit_ratio": hit, "hardware_profile": metadata["hardware_profile"].get("name")}
-    try:
-        if read_throughput is not None:
-            result["usage"] = round(float(model.usage(hit, read_throughput, update_throughput or 0.0)), 3)
-            result["read_throughput"] = read_throughput
-            result["update_throughput"] = update_throughput or 0.0
-        if cap is not None:
-            cap = float(cap)
-            if not 0 < cap <= 100:
-                raise PredictError("cap: %r is not allowed; choose a usage in (0, 100] percent" % cap)
-            share = 1.0 if read_ratio is None else read_ratio
-            result["cap"] = cap
-            best = model.max_throughput(hit, share, cap)
-            # None: this workload never reaches the cap by the model (no reads and updates cost nothing).
-            result["max_throughput"] = None if best is None else round(float(best), 2)
-    except hit_ratio_mod.ResourceModelError as exc:
-        raise PredictError(str(exc)) from None
+    if read_throughput is not None:
+        result["usage"] = round(float(model.usage(hit, read_throughput, update_throughput or 0.0)), 3)
+        result["read_throughput"] = read_throughput
+        result["update_throughput"] = update_throughput or 0.0
+    if cap is not None:
+        cap = float(cap)
+        if not 0 < cap <= 100:
+            raise PredictError("cap: %r is not allowed; choose a usage in (0, 100] percent" % cap)
+        share = 1.0 if read_ratio is None else read_ratio
+        result["cap"] = cap
+        best = model.max_throughput(hit, share, cap)
+        # None: this workload never reaches the cap by the model (no reads and updates cost nothing).
+        result["max_throughput"] = None if best is None else round(float(best), 2)
     if "usage" not in result and "max_throughput" not in result:
         raise PredictError("throughput, cap: give a throughput to predict usage, or a cap for the largest throughput")
     return result
@@ -247,10 +237,7 @@ def predict_performance(
         configs = [{}]
     hardware = dict(metadata["hardware_profile"] or {}, **(hardware or {}))
     rows = [{"workload": workload, "config": config, "hardware": hardware} for config in configs]
-    try:
-        values = [float(v) for v in model.predict(rows)]
-    except surrogate_features.SurrogateError as exc:
-        raise PredictError(str(exc)) from None
+    values = [float(v) for v in model.predict(rows)]
     result = {"ops_per_s": [round(v, 2) for v in values], "model_metrics": metadata.get("metrics", {})}
     if cluster:
         nodes = int(cluster.get("nodes") or 1)

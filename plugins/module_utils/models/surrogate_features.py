@@ -145,10 +145,7 @@ def workload_values(workload):
     share of reads a server sees, a read-modify-write counting one read and one write).
     """
     if isinstance(workload, str):
-        try:
-            workload = ycsb.workload(workload)
-        except ycsb.WorkloadSpecError as exc:
-            raise SurrogateError(str(exc)) from None
+        workload = ycsb.workload(workload)
     if isinstance(workload, ycsb.WorkloadSpec):
         workload = {
             "mix": ycsb.op_mix(workload),

@@ -64,7 +64,6 @@ def make_design(
 ):
     """A design document: {schema, store, store_version, parameters, ranges, method, seed, points: [{id, config}],
     infeasible, criterion}."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog_files
     from ansible_collections.tactician.nosql.plugins.module_utils.models import (
         surrogate_design,
         surrogate_features,
@@ -75,14 +74,11 @@ def make_design(
     if not isinstance(n, int) or n < 2:
         raise ModelingError("n: %r is not allowed; choose a number of points >= 2" % (n,))
     cat = _catalog(store, store_version, catalog)
-    try:
-        space = surrogate_features.FeatureSpace(cat, parameters, ranges=ranges, defaults=defaults)
-        feasible = surrogate_design.feasible_by_catalog(cat, memory_mb=memory_mb, heap_mb=heap_mb)
-        result = surrogate_design.design(
-            space, n, method=method, seed=seed, feasible=feasible, include_default=include_default
-        )
-    except (surrogate_features.SurrogateError, catalog_files.CatalogError) as exc:
-        raise ModelingError(str(exc)) from None
+    space = surrogate_features.FeatureSpace(cat, parameters, ranges=ranges, defaults=defaults)
+    feasible = surrogate_design.feasible_by_catalog(cat, memory_mb=memory_mb, heap_mb=heap_mb)
+    result = surrogate_design.design(
+        space, n, method=method, seed=seed, feasible=feasible, include_default=include_default
+    )
     points = [{"id": "p%02d" % index, "config": config} for index, config in enumerate(result["points"])]
     return {
         "schema": DESIGN_SCHEMA,
@@ -187,7 +183,6 @@ def fit_resource(data, store, store_version, hardware, model_file=None):
 
     data: {"read": [{level, throughput, usage, hit_ratio, converged, records}], "update": [{throughput or
     writes_per_s, usage}], "idle_usage", "cache_items"}. Returns (document, summary lines)."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.models import hit_ratio
     from ansible_collections.tactician.nosql.plugins.module_utils.models import resource_model as rm
 
     if not isinstance(data, dict) or not data.get("read"):
@@ -214,12 +209,9 @@ def fit_resource(data, store, store_version, hardware, model_file=None):
                 _number("data.update[%d].usage" % index, row["usage"]),
             )
         )
-    try:
-        read = rm.fit_read_model(read_rows, idle_usage=idle)
-        update = rm.UpdateModel.fit(update_points) if update_points else None
-        model = rm.ResourceModel(read, update, hardware)
-    except hit_ratio.ResourceModelError as exc:
-        raise ModelingError(str(exc)) from None
+    read = rm.fit_read_model(read_rows, idle_usage=idle)
+    update = rm.UpdateModel.fit(update_points) if update_points else None
+    model = rm.ResourceModel(read, update, hardware)
     rows = {"read": read_rows, "update": update_points, "idle_usage": idle, "cache_items": data.get("cache_items")}
     metrics = {"levels": sorted({r["level"] for r in read_rows if r["converged"]})}
     if update is not None:
@@ -304,7 +296,6 @@ def fit_surrogate(
 ):
     """Fit the single-node surrogate on a dataset, report held-out metrics (whole configurations held out), then
     refit on every row and save. Returns (document, evaluation, summary lines)."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog_files
     from ansible_collections.tactician.nosql.plugins.module_utils.models import (
         surrogate,
         surrogate_features,
@@ -323,19 +314,16 @@ def fit_surrogate(
         raise ModelingError("dataset: %d measured rows; a surrogate needs at least 4" % len(rows))
     if parameters is None:
         parameters = sorted({name for row in rows for name in (row.get("config") or {})})
-    try:
-        cat = _catalog(store, store_version, catalog)
-        space = surrogate_features.FeatureSpace(cat, parameters, ranges=ranges, defaults=defaults)
-        train, test = surrogate_validation.split(rows, test_share=test_share, seed=seed, group=_config_group)
-        held = surrogate.Surrogate(space, n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(train)
-        predicted = held.predict(test)
-        evaluation = surrogate_validation.metrics([r["ops_per_s"] for r in test], predicted)
-        evaluation["train_rows"] = len(train)
-        evaluation["test_rows"] = len(test)
-        evaluation["test_configurations"] = len({_config_group(r) for r in test})
-        model = surrogate.Surrogate(space, n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(rows)
-    except (surrogate_features.SurrogateError, catalog_files.CatalogError) as exc:
-        raise ModelingError(str(exc)) from None
+    cat = _catalog(store, store_version, catalog)
+    space = surrogate_features.FeatureSpace(cat, parameters, ranges=ranges, defaults=defaults)
+    train, test = surrogate_validation.split(rows, test_share=test_share, seed=seed, group=_config_group)
+    held = surrogate.Surrogate(space, n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(train)
+    predicted = held.predict(test)
+    evaluation = surrogate_validation.metrics([r["ops_per_s"] for r in test], predicted)
+    evaluation["train_rows"] = len(train)
+    evaluation["test_rows"] = len(test)
+    evaluation["test_configurations"] = len({_config_group(r) for r in test})
+    model = surrogate.Surrogate(space, n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(rows)
     evaluation["dropped_contended"] = contended
     evaluation["held_out"] = [
         {"key": r.get("key"), "measured": r["ops_per_s"], "predicted": round(float(p), 2)}
@@ -377,23 +365,19 @@ def fit_cluster(
     clusters, report held-out metrics next to the naive sum of the nodes, refit on every row and save."""
     from ansible_collections.tactician.nosql.plugins.module_utils.models import (
         surrogate,
-        surrogate_features,
         surrogate_validation,
     )
 
     rows = [row for row in rows if row.get("ops_per_s") is not None]
     if len(rows) < 4:
         raise ModelingError("dataset: %d measured clusters; a cluster model needs at least 4" % len(rows))
-    try:
-        train, test = surrogate_validation.split(rows, test_share=test_share, seed=seed)
-        held = surrogate.ClusterModel(n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(train)
-        truth = [r["ops_per_s"] for r in test]
-        evaluation = surrogate_validation.metrics(truth, held.predict(test))
-        evaluation["naive_sum"] = surrogate_validation.metrics(truth, surrogate.naive_sum(test))
-        evaluation["train_rows"], evaluation["test_rows"] = len(train), len(test)
-        model = surrogate.ClusterModel(n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(rows)
-    except surrogate_features.SurrogateError as exc:
-        raise ModelingError(str(exc)) from None
+    train, test = surrogate_validation.split(rows, test_share=test_share, seed=seed)
+    held = surrogate.ClusterModel(n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(train)
+    truth = [r["ops_per_s"] for r in test]
+    evaluation = surrogate_validation.metrics(truth, held.predict(test))
+    evaluation["naive_sum"] = surrogate_validation.metrics(truth, surrogate.naive_sum(test))
+    evaluation["train_rows"], evaluation["test_rows"] = len(train), len(test)
+    model = surrogate.ClusterModel(n_estimators=n_estimators, max_depth=max_depth, seed=seed).fit(rows)
     metadata = modelstore.new_metadata(
         store,
         store_version,

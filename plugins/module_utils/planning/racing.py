@@ -509,10 +509,7 @@ class Race:
 
     def default_config(self):
         """The default configuration of the raced parameters (the fixed ones at their value)."""
-        try:
-            config = self.space.complete({}, heap_mb=self.heap_mb, memory_mb=self.memory_mb)
-        except surrogate_features.SurrogateError as exc:
-            raise RaceError(str(exc)) from None
+        config = self.space.complete({}, heap_mb=self.heap_mb, memory_mb=self.memory_mb)
         config.update(self.fixed)
         return config
 
@@ -588,10 +585,7 @@ class Race:
         history.start(self.header())
         value = _number("value", value)
         index = _number("index", index, 0, integer=True)
-        try:
-            complete = self.space.complete(config, heap_mb=self.heap_mb, memory_mb=self.memory_mb)
-        except surrogate_features.SurrogateError as exc:
-            raise RaceError(str(exc)) from None
+        complete = self.space.complete(config, heap_mb=self.heap_mb, memory_mb=self.memory_mb)
         complete.update(self.fixed)
         key = tuner.config_key(complete)
         if (key, index) in history.results():
@@ -656,16 +650,13 @@ def race_from_spec(catalog_data, spec):
         catalog = Catalog(catalog_data) if isinstance(catalog_data, dict) else catalog_data
     except CatalogError as exc:
         raise RaceError("catalog: %s" % exc) from None
-    try:
-        space = surrogate_features.FeatureSpace(
-            catalog,
-            spec.get("parameters") or [],
-            ranges=spec.get("ranges"),
-            defaults=spec.get("defaults"),
-            hardware_features=(),
-        )
-    except surrogate_features.SurrogateError as exc:
-        raise RaceError(str(exc)) from None
+    space = surrogate_features.FeatureSpace(
+        catalog,
+        spec.get("parameters") or [],
+        ranges=spec.get("ranges"),
+        defaults=spec.get("defaults"),
+        hardware_features=(),
+    )
     feasible = None
     if spec.get("memory_mb") or spec.get("heap_mb"):
         feasible = surrogate_design.feasible_by_catalog(
@@ -674,22 +665,19 @@ def race_from_spec(catalog_data, spec):
     initial = spec.get("initial")
     if initial is None:
         initial = [{}]
-    try:
-        return Race(
-            space,
-            spec.get("instances") or [],
-            budget_evaluations=spec.get("budget_evaluations"),
-            budget_s=spec.get("budget_s"),
-            seed=spec.get("seed") or 0,
-            initial=initial,
-            feasible=feasible,
-            fixed=spec.get("fixed"),
-            first_test=spec.get("first_test") or DEFAULT_FIRST_TEST,
-            each_test=spec.get("each_test") or DEFAULT_EACH_TEST,
-            confidence=spec.get("confidence") or DEFAULT_CONFIDENCE,
-            heap_mb=spec.get("heap_mb"),
-            memory_mb=spec.get("memory_mb"),
-            estimate_s=spec.get("estimate_s") or ESTIMATE_S,
-        )
-    except tuner.TuneError as exc:
-        raise RaceError(str(exc)) from None
+    return Race(
+        space,
+        spec.get("instances") or [],
+        budget_evaluations=spec.get("budget_evaluations"),
+        budget_s=spec.get("budget_s"),
+        seed=spec.get("seed") or 0,
+        initial=initial,
+        feasible=feasible,
+        fixed=spec.get("fixed"),
+        first_test=spec.get("first_test") or DEFAULT_FIRST_TEST,
+        each_test=spec.get("each_test") or DEFAULT_EACH_TEST,
+        confidence=spec.get("confidence") or DEFAULT_CONFIDENCE,
+        heap_mb=spec.get("heap_mb"),
+        memory_mb=spec.get("memory_mb"),
+        estimate_s=spec.get("estimate_s") or ESTIMATE_S,
+    )

@@ -79,21 +79,15 @@ class Throughput:
     def _workload_vector(self, workload):
         key = config_key(workload)
         if key not in self._workloads:
-            try:
-                self._workloads[key] = self.space.workload_vector(workload)
-            except surrogate_features.SurrogateError as exc:
-                raise TuneError(str(exc)) from None
+            self._workloads[key] = self.space.workload_vector(workload)
         return self._workloads[key]
 
     def _config_vector(self, config):
         key = config_key(config)
         if key not in self._configs:
-            try:
-                self._configs[key] = self.space.config_vector(config, self.hardware) + self.space.hardware_vector(
-                    self.hardware
-                )
-            except surrogate_features.SurrogateError as exc:
-                raise TuneError(str(exc)) from None
+            self._configs[key] = self.space.config_vector(config, self.hardware) + self.space.hardware_vector(
+                self.hardware
+            )
         return self._configs[key]
 
     def node_matrix(self, workloads, configs):
@@ -179,10 +173,7 @@ def _check_fixed(space, fixed):
             raise TuneError(
                 "fixed.%s: not a tuned parameter of this model; tuned: %s" % (name, ", ".join(space.parameters))
             )
-        try:
-            out[canonical] = space._value(canonical, value, "fixed")
-        except surrogate_features.SurrogateError as exc:
-            raise TuneError(str(exc)) from None
+        out[canonical] = space._value(canonical, value, "fixed")
     return out
 
 

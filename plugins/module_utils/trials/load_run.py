@@ -73,10 +73,7 @@ def plan(params):
             raise LoadError("%s: must be >= 1, got %r" % (name, params.get(name)))
     if int(params.get("target") or 0) < 0:
         raise LoadError("target: must be >= 0 ops/s (0 = unthrottled), got %r" % params.get("target"))
-    try:
-        spec = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
-    except ycsb.WorkloadSpecError as exc:
-        raise LoadError(str(exc)) from exc
+    spec = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
     phases = list(params.get("phases") or ["run"])
     unknown = [p for p in phases if p not in loaddriver.PHASES]
     if unknown:
@@ -257,20 +254,17 @@ def _run_phase(params, the_plan, spec, phase, scans, extra=None, target=0):
     props.update(extra or {})
     if phase == "load":
         props.pop("target", None)
-    try:
-        result = loaddriver.run(
-            params.get("java") or "java",
-            params["driver_home"],
-            params["store"],
-            phase,
-            props,
-            processes=the_plan["processes"],
-            heap=params.get("heap") or "512m",
-            timeout=params.get("timeout") or 3600,
-            server_pids=_server_pids(params.get("server_pid_files") or []),
-        )
-    except loaddriver.LoadDriverError as exc:
-        raise LoadError(str(exc)) from exc
+    result = loaddriver.run(
+        params.get("java") or "java",
+        params["driver_home"],
+        params["store"],
+        phase,
+        props,
+        processes=the_plan["processes"],
+        heap=params.get("heap") or "512m",
+        timeout=params.get("timeout") or 3600,
+        server_pids=_server_pids(params.get("server_pid_files") or []),
+    )
     result["workload"] = the_plan["workload"]
     result["target"] = target
     return result

@@ -12,7 +12,7 @@ import time
 import traceback
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
-from ansible_collections.tactician.nosql.plugins.module_utils.core.process import ProcessError, wait_until
+from ansible_collections.tactician.nosql.plugins.module_utils.core.process import wait_until
 from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import poll_health
 
 try:
@@ -355,10 +355,7 @@ def create_cluster(params, nodes, replicas, timeout=60.0):
 
 
 def _wait(predicate, timeout, what):
-    try:
-        wait_until(predicate, timeout, 0.2, what=what)
-    except ProcessError as exc:
-        raise RedisAdminError(str(exc)) from exc
+    wait_until(predicate, timeout, 0.2, what=what)
 
 
 def _retry(call, timeout, what, interval=0.3):
