@@ -29,6 +29,7 @@ import time
 from ansible_collections.tactician.nosql.plugins.module_utils.core import replication
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
 
 DEFAULT_QUANTUM = 0.05
@@ -281,17 +282,17 @@ def make_plan(
             )
         )
         steps.append(
-            {
-                "step": s,
-                "offset_s": s * step_s,
-                "from_candidate": a,
-                "candidate": b,
-                "configuration": changes(catalog, candidates[a], candidates[b]),
-                "full_configuration": candidates[b],
-                "restart": bool(restart[a, b]),
-                "roll_s": line.layout_of(a, b)[1],
-                "workload": workloads[s],
-                "predicted": {
+            planfile.new_step(
+                step=s,
+                offset_s=s * step_s,
+                from_candidate=a,
+                candidate=b,
+                configuration=changes(catalog, candidates[a], candidates[b]),
+                full_configuration=candidates[b],
+                restart=bool(restart[a, b]),
+                roll_s=line.layout_of(a, b)[1],
+                workload=workloads[s],
+                predicted={
                     "ops_per_s_before": round(before, 1),
                     "ops_per_s_after": round(after, 1),
                     "cost_ops": even["cost_ops"],
@@ -299,9 +300,9 @@ def make_plan(
                     "break_even_s": even["break_even_s"],
                     "kept_s": kept_s,
                 },
-                "gain_curve": even["curve"][:: max(1, len(even["curve"]) // 60)],
-                "reason": reason,
-            }
+                gain_curve=even["curve"][:: max(1, len(even["curve"]) // 60)],
+                reason=reason,
+            )
         )
     skipped = []
     for k in range(1, line.steps):
@@ -453,7 +454,6 @@ def run_plan(
     from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
     from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
     from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes
-    from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 
     if mode not in MODES:
         raise PlanningError("mode: %r is not allowed; choose one of %s" % (mode, ", ".join(MODES)))
@@ -554,15 +554,15 @@ def run_plan(
         steps = []
         if setting and after > before:
             steps.append(
-                {
-                    "step": 0,
-                    "offset_s": 0.0,
-                    "configuration": setting,
-                    "full_configuration": found["config"],
-                    "restart": any(catalog.apply_kind(n, current_full.get(n)) != "live" for n in setting),
-                    "roll_s": roll.duration(any(catalog.apply_kind(n, current_full.get(n)) != "live" for n in setting)),
-                    "workload": workload,
-                    "predicted": {
+                planfile.new_step(
+                    step=0,
+                    offset_s=0.0,
+                    configuration=setting,
+                    full_configuration=found["config"],
+                    restart=any(catalog.apply_kind(n, current_full.get(n)) != "live" for n in setting),
+                    roll_s=roll.duration(any(catalog.apply_kind(n, current_full.get(n)) != "live" for n in setting)),
+                    workload=workload,
+                    predicted={
                         "ops_per_s_before": round(before, 1),
                         "ops_per_s_after": round(after, 1),
                         "cost_ops": 0.0,
@@ -570,7 +570,7 @@ def run_plan(
                         "break_even_s": None,
                         "kept_s": 0.0,
                     },
-                    "reason": "the static tuner predicts %s ops/s for this workload against %s with the configuration "
+                    reason="the static tuner predicts %s ops/s for this workload against %s with the configuration "
                     "in place (%+.1f %%), after %d evaluations"
                     % (
                         f"{after:,.0f}",
@@ -578,7 +578,7 @@ def run_plan(
                         100.0 * (after - before) / before if before else 0.0,
                         found["evaluations"],
                     ),
-                }
+                )
             )
         body = {
             "steps": steps,
@@ -638,7 +638,6 @@ def _hetero(loaded, workload, current, cluster, options, *, store, store_version
     from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_features
     from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
     from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes
-    from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 
     if not workload:
         raise PlanningError("workload: mode heterogeneous needs the workload to plan for")

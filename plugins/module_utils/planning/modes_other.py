@@ -28,6 +28,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.models import (
     surrogate_features,
 )
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
 
 VM_SCALINGS = ("vcpu", "model")
@@ -263,41 +264,42 @@ def hetero_plan(
         for p in batch:
             v, c = target[p]
             setting = {k: val for k, val in configs[c].items() if configs[0].get(k) != val}
-            entry = {
-                "step": len(steps),
-                "offset_s": round(t, 3),
-                "set": p,
-                "batch": batch_number,
-                "nodes": list(sets[p]),
-                "configuration": setting,
-                "full_configuration": configs[c],
-                "restart": bool(setting) or target[p][0] != in_place[p][0],
-                "roll_s": length,
-                "workload": workload,
-                "predicted": {
-                    "ops_per_s_before": round(ops_before, 1),
-                    "ops_per_s_after": round(ops_after, 1),
-                    "cost_ops": round(cost_ops / len(batch), 1),
-                    "gain_ops": round(gain * max(0.0, horizon_s - t - length), 1),
-                    "break_even_s": round(cost_ops / gain, 1) if gain > 0 else None,
-                    "kept_s": round(max(0.0, horizon_s - t - length), 1),
-                },
-                "reason": "complete-set %d (%d node(s)) to %s with %s: its nodes' predicted ops/s %s -> %s; the "
-                "cluster's perf/$ goes from %s to %s ops/s per $/h"
-                % (
-                    p,
-                    sizes[p],
-                    vms[v]["name"],
-                    "the configuration in place" if not setting else "%d changed parameter(s)" % len(setting),
-                    f"{node_ops[in_place[p][0]][in_place[p][1]]:,.0f}",
-                    f"{node_ops[v][c]:,.0f}",
-                    f"{value0:,.0f}",
-                    f"{value1:,.0f}",
-                ),
-            }
-            if target[p][0] != in_place[p][0]:
-                entry["vm_type"] = {"from": vms[in_place[p][0]]["name"], "to": vms[v]["name"]}
-            steps.append(entry)
+            vm_change = target[p][0] != in_place[p][0]
+            steps.append(
+                planfile.new_step(
+                    step=len(steps),
+                    offset_s=round(t, 3),
+                    set=p,
+                    batch=batch_number,
+                    nodes=list(sets[p]),
+                    configuration=setting,
+                    full_configuration=configs[c],
+                    restart=bool(setting) or vm_change,
+                    roll_s=length,
+                    workload=workload,
+                    predicted={
+                        "ops_per_s_before": round(ops_before, 1),
+                        "ops_per_s_after": round(ops_after, 1),
+                        "cost_ops": round(cost_ops / len(batch), 1),
+                        "gain_ops": round(gain * max(0.0, horizon_s - t - length), 1),
+                        "break_even_s": round(cost_ops / gain, 1) if gain > 0 else None,
+                        "kept_s": round(max(0.0, horizon_s - t - length), 1),
+                    },
+                    reason="complete-set %d (%d node(s)) to %s with %s: its nodes' predicted ops/s %s -> %s; the "
+                    "cluster's perf/$ goes from %s to %s ops/s per $/h"
+                    % (
+                        p,
+                        sizes[p],
+                        vms[v]["name"],
+                        "the configuration in place" if not setting else "%d changed parameter(s)" % len(setting),
+                        f"{node_ops[in_place[p][0]][in_place[p][1]]:,.0f}",
+                        f"{node_ops[v][c]:,.0f}",
+                        f"{value0:,.0f}",
+                        f"{value1:,.0f}",
+                    ),
+                    vm_type={"from": vms[in_place[p][0]]["name"], "to": vms[v]["name"]} if vm_change else None,
+                )
+            )
         t += length
     for p in kept:
         reasons.append(
@@ -424,16 +426,16 @@ def tactic_plan(
     if decision["tactic"] != "none":
         probability = decision["probabilities"].get(decision["tactic"], 0.0)
         steps.append(
-            {
-                "step": 0,
-                "offset_s": 0.0,
-                "configuration": {},
-                "tactic": decision["tactic"],
-                "tactic_probability": float(min(1.0, max(0.0, probability))),
-                "triggers": list(decision["reasons"]),
-                "reason": "%s (tree probability %.2f) because %s"
+            planfile.new_step(
+                step=0,
+                offset_s=0.0,
+                configuration={},
+                tactic=decision["tactic"],
+                tactic_probability=float(min(1.0, max(0.0, probability))),
+                triggers=list(decision["reasons"]),
+                reason="%s (tree probability %.2f) because %s"
                 % (decision["tactic"], probability, "; ".join(decision["reasons"])),
-            }
+            )
         )
     reasons = []
     if not decision["triggered"]:
