@@ -638,12 +638,13 @@ def _hetero(loaded, workload, current, cluster, options, *, store, store_version
     from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_features
     from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
     from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import vm_types
 
     if not workload:
         raise PlanningError("workload: mode heterogeneous needs the workload to plan for")
     vms = options.get("vms")
     try:
-        vms = hetero.check_vms(vms, "vms")
+        vms = vm_types.check_vms(vms, "vms")
         sets, hosts = planmodes.cluster_sets(cluster, store)
     except (hetero.HeteroError, planmodes.ModeError) as exc:
         raise PlanningError(str(exc)) from None

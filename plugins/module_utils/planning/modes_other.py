@@ -4,7 +4,7 @@
 
 Heterogeneous: the cluster's complete-sets (given, or from the token ring and RF, or from the Redis shards) each
 take one VM type and one configuration; the assignment with the best predicted perf/$ under a budget and a
-minimum throughput is found (hetero.best_assignment); sets whose change does not pay off keep what they have; the
+minimum throughput is found (vm_types.best_assignment); sets whose change does not pay off keep what they have; the
 changed sets are rolled at most count(sets) - CL at a time, one plan step per set.
 
 A node's ops/s on a VM type comes from the surrogate. ``vm_scaling: model`` gives the surrogate the VM's hardware
@@ -29,7 +29,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.models import (
 )
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
-from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner, vm_types
 
 VM_SCALINGS = ("vcpu", "model")
 
@@ -201,14 +201,14 @@ def hetero_plan(
         )
     read_ratio = surrogate_features.workload_values(workload)["read_ratio"]
     try:
-        best = hetero.best_assignment(
+        best = vm_types.best_assignment(
             node_ops, sizes, vms, read_ratio, budget_per_h=budget_per_h, min_ops=min_ops or 0.0, seed=seed
         )
     except hetero.HeteroError as exc:
         raise ModeError(str(exc)) from None
 
     def evaluate(assignment):
-        return hetero.evaluate_assignment(assignment, node_ops, sizes, vms, read_ratio, budget_per_h, min_ops)
+        return vm_types.evaluate_assignment(assignment, node_ops, sizes, vms, read_ratio, budget_per_h, min_ops)
 
     in_place = [(v, 0) for v in in_place_vm]
     ops0, cost0, ok0 = evaluate(in_place)
