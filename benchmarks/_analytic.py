@@ -117,6 +117,6 @@ def config_names(store):
 
 
 def node_ops_matrix(store, vms, read_ratio):
-    """node_ops[v][c] of every VM type and configuration at one read ratio (hetero.best_assignment's input)."""
+    """node_ops[v][c] of every VM type and configuration at one read ratio (vm_types.best_assignment's input)."""
     fn = STORES[store]["node_ops"]
     return [[fn(vm, c, read_ratio) for c in range(len(STORES[store]["configs"]))] for vm in vms]

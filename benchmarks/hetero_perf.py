@@ -7,13 +7,13 @@ complete-set, switched with the workload, against homogeneous clusters, side by 
     .venv/bin/python benchmarks/hetero_perf.py --short      # 1 h of each
     .venv/bin/python benchmarks/hetero_perf.py --stores redis --traces hpc-10 --markdown h.md --csv h.csv
 
-Clusters (plugins/module_utils/hetero.py): Cassandra, 6 nodes with evenly spaced tokens, RF 3: hetero.complete_sets
+Clusters (planning/complete_sets.py): Cassandra, 6 nodes with evenly spaced tokens, RF 3: hetero.complete_sets
 finds 3 complete-sets of 2 nodes; Redis, 3 shards of a master and a replica: 2 complete-sets of 3 nodes. CL ONE, so
 count(sets) - CL sets go down at a time (rolling.batch_rule), 30 s for a configuration change and 90 s when the VM
 type changes (the paper's averages). The VM types and prices: catalog/vms/aws-us-east-1.yml (13 EC2 types).
 
 A node's ops/s comes from the analytic stores of benchmarks/_analytic.py (no lab machine measures 13 VM types);
-the cluster's from hetero.cluster_throughput (reads served by one set in proportion to capacity, writes applied by
+the cluster's from vm_types.cluster_throughput (reads served by one set in proportion to capacity, writes applied by
 every set). Every system runs on the same trace at saturation; perf/$ = total ops / total $ (reported as ops/s per
 $/h), each next to the theoretical best's:
 
@@ -24,7 +24,7 @@ $/h), each next to the theoretical best's:
 - homogeneous VM, dynamic configuration (SOPHIA in the paper): the VM type the store's documentation recommends
   (c5.large for Cassandra, r5.large for Redis; the paper's c4/r4 are not in the catalog), the configuration planned
   with the cost-benefit analysis on the job queue's forecast, RF - CL nodes rolled at a time;
-- ours: per complete-set VM type and configuration, candidates = hetero.best_assignment of each distinct workload
+- ours: per complete-set VM type and configuration, candidates = vm_types.best_assignment of each distinct workload
   (read ratio on a 0.05 grid), planned by planner.best_plan on the predicted perf/$ over a 30 min lookahead with the
   complete-set rolls of hetero.set_layouts, replanned at every step no roll runs (receding horizon); forecast by the
   job queue (oracle: the paper's HPC setting, accurate over an hour) and by the Markov chain on the history;
@@ -56,6 +56,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.core import replic
 from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast_series
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import vm_types
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
 STEP_S = 30.0
@@ -79,10 +80,10 @@ PAPER = {
 
 
 def load_vms(path=VM_CATALOG):
-    """The VM catalog checked by hetero.check_vms, with each type's family kept (the analytic stores read it)."""
+    """The VM catalog checked by vm_types.check_vms, with each type's family kept (the analytic stores read it)."""
     with open(path, encoding="utf-8") as handle:
         raw = yaml.safe_load(handle)
-    vms = hetero.check_vms(raw, os.path.basename(path))
+    vms = vm_types.check_vms(raw, os.path.basename(path))
     families = {str(vm["name"]): vm.get("family") for vm in raw["vms"]}
     for vm in vms:
         vm["family"] = families.get(vm["name"])
@@ -90,7 +91,7 @@ def load_vms(path=VM_CATALOG):
 
 
 def cluster(store):
-    """(complete-sets, replication factor) of the simulated cluster, found by hetero.py."""
+    """(complete-sets, replication factor) of the simulated cluster, found by complete_sets.py."""
     if store == "cassandra":
         nodes = ["cassandra%d" % i for i in range(6)]
         span = 2**64 // len(nodes)
@@ -154,15 +155,15 @@ class Cluster:
 
     def ops(self, assignment, ratio, predictor=None):
         node_ops = (predictor or self.truth).node_ops(ratio)
-        return hetero.evaluate_assignment(assignment, node_ops, self.sizes, self.vms, quantize(ratio))[0]
+        return vm_types.evaluate_assignment(assignment, node_ops, self.sizes, self.vms, quantize(ratio))[0]
 
     def cost(self, assignment):
-        return hetero.assignment_cost(assignment, self.sizes, self.vms)
+        return vm_types.assignment_cost(assignment, self.sizes, self.vms)
 
     def best(self, ratio, predictor=None):
-        """hetero.best_assignment at this read ratio, as a tuple of (VM index, configuration index) per set."""
+        """vm_types.best_assignment at this read ratio, as a tuple of (VM index, configuration index) per set."""
         node_ops = (predictor or self.truth).node_ops(ratio)
-        found = hetero.best_assignment(node_ops, self.sizes, self.vms, quantize(ratio))
+        found = vm_types.best_assignment(node_ops, self.sizes, self.vms, quantize(ratio))
         return tuple(tuple(pair) for pair in found["assignment"])
 
     def homogeneous(self, ratios, vm_names=None, predictor=None):

@@ -59,8 +59,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.models import fore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
-from ansible_collections.tactician.nosql.plugins.module_utils.planning import dynamic as planning
-from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import dynamic, tuner
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
 STEP_S = 30.0
@@ -162,7 +161,7 @@ class Simulation:
         self.F = f_ops.matrix(self.workloads, self.candidates)
         self.row = {tuner.config_key(w): self.F[i] for i, w in enumerate(self.workloads)}
         self.f_ops = f_ops
-        self.restart = planning._restart_matrix(catalog, self.candidates)
+        self.restart = dynamic.restart_matrix(catalog, self.candidates)
         self.line = planner.Timeline(self.F, roll, STEP_S, restart=self.restart)
         self.optimum = [self.keys[tuner.config_key(w)] for w in self.workloads]
 
@@ -415,7 +414,7 @@ def main():
     for repeat in range(max(1, args.timing_repeats)):
         for solver, spent in times.items():
             t = time.monotonic()
-            body = planning.make_plan(
+            body = dynamic.make_plan(
                 f_ops,
                 {"fields": {"read_ratio": ratios}},
                 {},

@@ -12,7 +12,7 @@ import os
 from ansible_collections.tactician.nosql.plugins.action.reconfigure_node import CatalogAction
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import catalog_dir
 from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
-from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import vm_types
 
 DEFAULT_VM_CATALOG = "aws-us-east-1.yml"
 
@@ -29,8 +29,8 @@ class ActionModule(CatalogAction):
         if args.get("mode") == "heterogeneous" and not args.get("vms"):
             path = args.get("vm_catalog") or os.path.join(catalog_dir(), "vms", DEFAULT_VM_CATALOG)
             try:
-                vms = hetero.load_vms(path)
-            except hetero.HeteroError as exc:
+                vms = vm_types.load_vms(path)
+            except vm_types.HeteroError as exc:
                 return dict(failed=True, msg=str(exc))
             self._task.args = dict(args, vms=vms, vm_catalog=path)
         if args.get("mode") == "tactic" and args.get("advisor_bootstrap"):

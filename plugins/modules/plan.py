@@ -290,9 +290,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import predict
-from ansible_collections.tactician.nosql.plugins.module_utils.planning import dynamic as planning
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
@@ -315,7 +316,7 @@ def _decisions(doc):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            mode=dict(type="str", choices=list(planning.MODES), default="dynamic"),
+            mode=dict(type="str", choices=list(modes.MODES), default="dynamic"),
             model_file=dict(type="path"),
             cluster_model_file=dict(type="path"),
             store=dict(type="str", choices=["cassandra", "redis", "mongodb"], default="cassandra"),
@@ -364,65 +365,10 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    if p["step"] <= 0:
-        module.fail_json(msg="step: %r is not allowed; choose seconds > 0" % p["step"])
-    if not p["catalog"] and p["mode"] != "tactic":
-        module.fail_json(msg="catalog: missing; run the module through its action plugin (tactician.nosql.plan)")
     started = time.monotonic()
     try:
-        forecast = p["forecast"]
-        if p["mode"] == "dynamic" and p["schedule_file"]:
-            schedule = schedules.load_schedule(p["schedule_file"])
-            forecast = predict.forecast_workload(
-                schedule=schedule,
-                schedule_position=p["schedule_position"],
-                method="schedule",
-                step_s=p["step"],
-                horizon_s=p["horizon"],
-            )
-        elif p["mode"] == "dynamic" and not forecast:
-            module.fail_json(msg="forecast: mode dynamic needs forecast (from predict mode forecast) or schedule_file")
-        doc = planning.run_plan(
-            p["catalog"],
-            p["model_file"],
-            mode=p["mode"],
-            forecast=forecast,
-            workload=p["workload"],
-            current=p["current"],
-            cluster=p["cluster"],
-            store=p["store"],
-            store_version=p["store_version"],
-            hardware_profile=p["hardware_profile"],
-            cluster_model_file=p["cluster_model_file"],
-            step_s=p["step"],
-            workload_base=p["workload_base"],
-            quantum=p["quantum"],
-            solver=p["solver"],
-            min_gain=p["min_gain"],
-            seed=p["seed"],
-            start=p["start"],
-            fixed=p["fixed"],
-            tail_s=p["tail"],
-            hetero=dict(
-                vms=p["vms"],
-                budget_per_h=p["budget"],
-                min_ops=p["min_ops"],
-                horizon_s=p["horizon"],
-                vm_scaling=p["vm_scaling"],
-                min_gain=p["min_gain"],
-            ),
-            tactic=dict(
-                sample=p["sample"],
-                state_file=p["advisor_state"],
-                outcome=p["outcome"],
-                saturation=p["saturation"],
-                oscillation_window_s=p["oscillation_window"],
-                oscillation_penalty=p["oscillation_penalty"],
-                bootstrap=p["advisor_runs"] if p["advisor_runs"] is not None else p["advisor_bootstrap"],
-                knowledge_base=p["advisor_knowledge_base"],
-            ),
-            check_mode=module.check_mode,
-        )
+        context, options = modes.from_params(p, check_mode=module.check_mode)
+        doc = modes.make_plan_document(context, options)
         summary = planfile.summary(doc)
         learned = doc.get("timing", {}).get("learned_now", 0) if p["mode"] == "tactic" else 0
         result = dict(
@@ -452,7 +398,7 @@ def main():
                     planfile.save_plan(p["plan_file"], doc)
         module.exit_json(**result)
     except (
-        planning.PlanningError,
+        PlanningError,
         planfile.PlanFileError,
         modelstore.ModelFileError,
         predict.PredictError,

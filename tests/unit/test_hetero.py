@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import vm_types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -59,22 +60,22 @@ def test_redis_sets_and_bad_input():
 
 
 def test_vm_catalog_sample_and_errors():
-    vms = hetero.load_vms(os.path.join(ROOT, "catalog", "vms", "aws-us-east-1.yml"))
+    vms = vm_types.load_vms(os.path.join(ROOT, "catalog", "vms", "aws-us-east-1.yml"))
     assert len(vms) >= 10 and all(vm["price_per_h"] > 0 for vm in vms)
-    with pytest.raises(hetero.HeteroError, match=r"vms\[0\].price_per_h: required"):
-        hetero.check_vms([{"name": "x", "vcpu": 1, "ram_gb": 1}])
-    with pytest.raises(hetero.HeteroError, match=r"vms\[0\].gpu: unknown key"):
-        hetero.check_vms([{"name": "x", "vcpu": 1, "ram_gb": 1, "price_per_h": 1, "gpu": 1}])
+    with pytest.raises(vm_types.HeteroError, match=r"vms\[0\].price_per_h: required"):
+        vm_types.check_vms([{"name": "x", "vcpu": 1, "ram_gb": 1}])
+    with pytest.raises(vm_types.HeteroError, match=r"vms\[0\].gpu: unknown key"):
+        vm_types.check_vms([{"name": "x", "vcpu": 1, "ram_gb": 1, "price_per_h": 1, "gpu": 1}])
 
 
 def test_cluster_throughput_reads_spread_writes_hit_every_set():
-    assert hetero.cluster_throughput([100, 100, 100], 1.0) == pytest.approx(300)
-    assert hetero.cluster_throughput([100, 50, 100], 0.0) == pytest.approx(50)
-    mixed = hetero.cluster_throughput([100, 100, 100], 0.5)
+    assert vm_types.cluster_throughput([100, 100, 100], 1.0) == pytest.approx(300)
+    assert vm_types.cluster_throughput([100, 50, 100], 0.0) == pytest.approx(50)
+    mixed = vm_types.cluster_throughput([100, 100, 100], 0.5)
     assert 100 < mixed < 300
 
 
-VMS = hetero.check_vms(
+VMS = vm_types.check_vms(
     [
         {"name": "small", "vcpu": 2, "ram_gb": 4, "price_per_h": 0.1},
         {"name": "memory", "vcpu": 2, "ram_gb": 16, "price_per_h": 0.2},
@@ -85,14 +86,14 @@ VMS = hetero.check_vms(
 def test_best_assignment_is_heterogeneous_for_reads_and_honours_the_budget():
     # Reads: the memory VM is 4x faster (data fits), writes: the same on both.
     reads = [[100.0, 90.0], [400.0, 380.0]]
-    best = hetero.best_assignment(reads, [2, 2, 2], VMS, read_ratio=0.95)
+    best = vm_types.best_assignment(reads, [2, 2, 2], VMS, read_ratio=0.95)
     assert best["method"] == "exhaustive" and best["evaluated"] == 8
     assert "memory" in best["vms"] and best["assignment"][0][1] == 0
-    cheap = hetero.best_assignment(reads, [2, 2, 2], VMS, read_ratio=0.95, budget_per_h=0.65)
+    cheap = vm_types.best_assignment(reads, [2, 2, 2], VMS, read_ratio=0.95, budget_per_h=0.65)
     assert cheap["cost_per_h"] <= 0.65 and cheap["vms"].count("memory") <= 1
-    with pytest.raises(hetero.HeteroError, match="budget_per_h / min_ops"):
-        hetero.best_assignment(reads, [2, 2, 2], VMS, read_ratio=0.95, budget_per_h=0.5, min_ops=10_000)
-    writes = hetero.best_assignment([[100.0], [100.0]], [2, 2, 2], VMS, read_ratio=0.0)
+    with pytest.raises(vm_types.HeteroError, match="budget_per_h / min_ops"):
+        vm_types.best_assignment(reads, [2, 2, 2], VMS, read_ratio=0.95, budget_per_h=0.5, min_ops=10_000)
+    writes = vm_types.best_assignment([[100.0], [100.0]], [2, 2, 2], VMS, read_ratio=0.0)
     assert writes["vms"] == ["small", "small", "small"]
 
 

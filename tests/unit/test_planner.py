@@ -13,15 +13,14 @@ import numpy as np
 import pytest
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import advisor
 from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate import Surrogate
 from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate_design import feasible_by_catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate_features import FeatureSpace
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
-from ansible_collections.tactician.nosql.plugins.module_utils.planning import dynamic as planning
-from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import dynamic, heterogeneous, modes, tuner
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
-from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
 from ansible_collections.tactician.nosql.plugins.module_utils.planning.cost_benefit import PlanError, Roll, Timeline
 
 HW = {"vcpu": 2, "ram_gb": 8, "heap_mb": 1024}
@@ -273,7 +272,7 @@ def test_make_plan_follows_long_phases_and_explains(model, catalog):
     f_ops = tuner.Throughput(model, hardware=HW, nodes=3)
     forecast = _phased_forecast([(0.9, 10), (0.1, 1), (0.9, 10), (0.1, 30), (0.9, 9)])
     roll = Roll(nodes=3, batch=2, restart_s=70)
-    body = planning.make_plan(f_ops, forecast, {}, roll, catalog, default={})
+    body = dynamic.make_plan(f_ops, forecast, {}, roll, catalog, default={})
     offsets = [step["offset_s"] for step in body["steps"]]
     assert offsets and offsets[0] <= 10 * 30  # the first switch comes before the long write phase
     assert all(step["configuration"] for step in body["steps"])
@@ -289,7 +288,7 @@ def test_make_plan_follows_long_phases_and_explains(model, catalog):
 
 def test_plan_document_round_trip_and_schema(model, catalog, tmp_path):
     f_ops = tuner.Throughput(model, hardware=HW, nodes=3)
-    body = planning.make_plan(
+    body = dynamic.make_plan(
         f_ops, _phased_forecast([(0.9, 5), (0.1, 40)]), {}, Roll(nodes=3, batch=2, restart_s=60), catalog
     )
     doc = planfile.build(body, "cassandra", 1_800_000_000, "5.0.9", {"cl": "ONE", "nodes": 3}, {"file": "m.json"})
@@ -312,7 +311,7 @@ def test_plan_document_round_trip_and_schema(model, catalog, tmp_path):
 
 
 def test_forecast_to_workloads():
-    workloads, demand = planning.workloads_from_forecast(
+    workloads, demand = dynamic.workloads_from_forecast(
         {"fields": {"read_ratio": [0.93, 0.12], "throughput": [100.0, 0.0]}}, base={"records": 10}
     )
     assert workloads == [
@@ -320,9 +319,9 @@ def test_forecast_to_workloads():
         {"records": 10, "mix": {"read": 0.1, "update": 0.9}},
     ]
     assert demand == [100.0, 0.0]
-    assert planning.workloads_from_forecast({"read_ratio": [1.0]})[1] is None
-    with pytest.raises(planning.PlanningError, match="read_ratio"):
-        planning.workloads_from_forecast({"fields": {"throughput": [1.0]}})
+    assert dynamic.workloads_from_forecast({"read_ratio": [1.0]})[1] is None
+    with pytest.raises(PlanningError, match="read_ratio"):
+        dynamic.workloads_from_forecast({"fields": {"throughput": [1.0]}})
 
 
 def test_a_tail_after_the_lookahead_lets_a_late_switch_pay_off():
@@ -357,7 +356,7 @@ def _hetero(model, catalog, **kwargs):
         horizon_s=3600.0,
     )
     options.update(kwargs)
-    return planmodes.hetero_plan(model, catalog, HW, READS, **options)
+    return heterogeneous.hetero_plan(model, catalog, HW, READS, **options)
 
 
 def test_hetero_plan_changes_each_set_and_rolls_count_sets_minus_cl(model, catalog):
@@ -383,7 +382,7 @@ def test_hetero_plan_keeps_the_assignment_when_the_gain_is_below_min_gain(model,
 def test_hetero_plan_honours_budget_and_min_ops(model, catalog):
     body = _hetero(model, catalog, budget_per_h=0.7)
     assert body["predicted"]["cost_per_h"] <= 0.7
-    with pytest.raises(planmodes.ModeError, match="budget_per_h / min_ops"):
+    with pytest.raises(PlanningError, match="budget_per_h / min_ops"):
         _hetero(model, catalog, budget_per_h=0.05, min_ops=1e9)
 
 
@@ -402,13 +401,18 @@ def test_hetero_plan_honours_budget_and_min_ops(model, catalog):
     ],
 )
 def test_hetero_plan_refuses_bad_clusters_by_name(model, catalog, cluster, field):
-    with pytest.raises(planmodes.ModeError, match=field.replace("(", r"\(")):
+    with pytest.raises(PlanningError, match=field.replace("(", r"\(")):
         _hetero(model, catalog, cluster=cluster)
 
 
 def test_hetero_plan_refuses_a_bad_vm_scaling(model, catalog):
-    with pytest.raises(planmodes.ModeError, match="vm_scaling: 'cores' is not allowed; choose one of vcpu, model"):
+    with pytest.raises(PlanningError, match="vm_scaling: 'cores' is not allowed; choose one of vcpu, model"):
         _hetero(model, catalog, vm_scaling="cores")
+
+
+def _tactic(options, start=None, check_mode=False):
+    """The plan document of mode tactic through the modes interface (its options as a mapping)."""
+    return modes.make_plan_document(modes.build_context("tactic", start=start, check_mode=check_mode), options)
 
 
 HOT = {"cpu": 96.0, "read_share": 0.95, "write_share": 0.05, "hit_ratio": 0.95, "p999_ms": 20.0, "sla_p999_ms": 10.0}
@@ -416,30 +420,28 @@ HOT = {"cpu": 96.0, "read_share": 0.95, "write_share": 0.05, "hit_ratio": 0.95, 
 
 def test_tactic_plan_decides_only_when_triggered_and_learns_once(tmp_path):
     state = tmp_path / "advisor.jsonl"
-    doc = planning.run_plan(None, None, mode="tactic", tactic={"sample": HOT, "state_file": str(state)}, start=0)
+    doc = _tactic({"sample": HOT, "state_file": str(state)}, start=0)
     assert doc["kind"] == "tactic" and doc["steps"][0]["tactic"] == "add_replica"
     assert doc["steps"][0]["triggers"] and doc["timing"]["learned_now"] == 400
     planfile.validate(doc)
     calm = dict(HOT, cpu=30.0, p999_ms=2.0)
-    doc = planning.run_plan(None, None, mode="tactic", tactic={"sample": calm, "state_file": str(state)}, start=0)
+    doc = _tactic({"sample": calm, "state_file": str(state)}, start=0)
     assert doc["steps"] == [] and "no tactic is due" in doc["reasons"][0] and doc["timing"]["learned_now"] == 0
     outcome = {"sample": HOT, "tactic": "add_replica", "improved": True, "at": 100.0}
     lines = state.read_text().count("\n")
     for _time in range(2):
-        planning.run_plan(
-            None, None, mode="tactic", tactic={"sample": HOT, "state_file": str(state), "outcome": outcome}
-        )
+        _tactic({"sample": HOT, "state_file": str(state), "outcome": outcome})
     assert state.read_text().count("\n") == lines + 2  # one applied record and one example, not twice
 
 
 def test_tactic_plan_in_check_mode_writes_nothing_and_refuses_unknown_features(tmp_path):
     state = tmp_path / "advisor.jsonl"
-    planning.run_plan(None, None, mode="tactic", tactic={"sample": HOT, "state_file": str(state)}, check_mode=True)
+    _tactic({"sample": HOT, "state_file": str(state)}, check_mode=True)
     assert not state.exists()
-    with pytest.raises(planning.PlanningError, match="features.cpu_load: unknown feature; allowed: cpu, memory"):
-        planning.run_plan(None, None, mode="tactic", tactic={"sample": {"cpu_load": 1.0}})
-    with pytest.raises(planning.PlanningError, match="mode: 'magic' is not allowed; choose one of dynamic"):
-        planning.run_plan(None, None, mode="magic")
+    with pytest.raises(PlanningError, match="features.cpu_load: unknown feature; allowed: cpu, memory"):
+        _tactic({"sample": {"cpu_load": 1.0}})
+    with pytest.raises(PlanningError, match="mode: 'magic' is not allowed; choose one of dynamic"):
+        modes.build_context("magic")
 
 
 def test_tactic_plan_bootstraps_from_labelled_runs_and_names_bad_lines(tmp_path):
@@ -450,23 +452,23 @@ def test_tactic_plan_bootstraps_from_labelled_runs_and_names_bad_lines(tmp_path)
         lines.append(json.dumps({"features": sample, "tactic": "add_node", "source": "benchmark", "gain": 1.3}))
     runs.write_text("\n".join(lines) + "\n")
     only = {"sample": HOT, "bootstrap": str(runs), "knowledge_base": False}
-    doc = planning.run_plan(None, None, mode="tactic", tactic=only, start=0, check_mode=True)
+    doc = _tactic(only, start=0, check_mode=True)
     assert doc["steps"][0]["tactic"] == "add_node" and doc["timing"]["bootstrap"] == "benchmark runs"
-    both = planning.run_plan(None, None, mode="tactic", tactic=dict(only, knowledge_base=True), start=0)
+    both = _tactic(dict(only, knowledge_base=True), start=0)
     assert both["timing"]["bootstrap"] == "knowledge_base + benchmark runs" and both["timing"]["examples"] == 460
-    with pytest.raises(planning.PlanningError, match="needs the knowledge base or labelled runs"):
-        planning.run_plan(None, None, mode="tactic", tactic={"sample": HOT, "knowledge_base": False})
+    with pytest.raises(PlanningError, match="needs the knowledge base or labelled runs"):
+        _tactic({"sample": HOT, "knowledge_base": False})
     runs.write_text('{"features": {"cpu": 1}, "tactic": "reboot"}\n')
-    with pytest.raises(planning.PlanningError, match="runs.jsonl: run 1: tactic: 'reboot' is not allowed"):
-        planning.run_plan(None, None, mode="tactic", tactic=only)
+    with pytest.raises(PlanningError, match="runs.jsonl: run 1: tactic: 'reboot' is not allowed"):
+        _tactic(only)
     runs.write_text("not json\n")
-    with pytest.raises(planning.PlanningError, match="runs.jsonl line 1 is not JSON"):
-        planning.run_plan(None, None, mode="tactic", tactic=only)
-    with pytest.raises(planning.PlanningError, match="advisor_bootstrap: .* is not a file"):
-        planning.run_plan(None, None, mode="tactic", tactic=dict(only, bootstrap=str(tmp_path / "none.jsonl")))
-    with pytest.raises(planning.PlanningError, match="advisor_bootstrap: run 2 has no features and tactic"):
+    with pytest.raises(PlanningError, match="runs.jsonl line 1 is not JSON"):
+        _tactic(only)
+    with pytest.raises(PlanningError, match="advisor_bootstrap: .* is not a file"):
+        _tactic(dict(only, bootstrap=str(tmp_path / "none.jsonl")))
+    with pytest.raises(PlanningError, match="advisor_bootstrap: run 2 has no features and tactic"):
         bad = [{"schema": advisor.STATE_SCHEMA}, {"tactic": "none"}]
-        planning.run_plan(None, None, mode="tactic", tactic=dict(only, bootstrap=bad))
+        _tactic(dict(only, bootstrap=bad))
 
 
 def test_the_shipped_lab_runs_load_by_name_and_bootstrap_the_advisor():
@@ -476,12 +478,12 @@ def test_the_shipped_lab_runs_load_by_name_and_bootstrap_the_advisor():
     assert path.endswith(os.path.join("catalog", "advisor", "cassandra-bench.jsonl")) and os.path.exists(path)
     runs = advisor.check_runs(advisor.read_runs(path))
     assert len(runs) >= 7 and {"add_index", "none"} <= {tactic for _x, tactic in runs}
-    doc = planning.run_plan(None, None, mode="tactic", tactic={"sample": HOT, "bootstrap": path}, check_mode=True)
+    doc = _tactic({"sample": HOT, "bootstrap": path}, check_mode=True)
     assert doc["timing"]["bootstrap"] == "knowledge_base + benchmark runs"
     assert advisor_runs_path("/no/such/file.jsonl") == "/no/such/file.jsonl"
 
 
 def test_redis_layout_gives_one_complete_set_per_member_rank():
     layout = {"m1:6381": ["r1:6384"], "m2:6382": ["r2:6385"], "m3:6383": ["r3:6386"]}
-    sets, hosts = planmodes.cluster_sets({"shards": layout}, store="redis")
+    sets, hosts = heterogeneous.cluster_sets({"shards": layout}, store="redis")
     assert sets == [["m1:6381", "m2:6382", "m3:6383"], ["r1:6384", "r2:6385", "r3:6386"]] and len(hosts) == 6

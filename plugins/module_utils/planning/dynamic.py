@@ -1,8 +1,9 @@
 # Copyright: Tactician maintainers
 # Apache License 2.0 (see LICENSE)
-"""A dynamic reconfiguration plan from a forecast: candidates, the cost-benefit search, baselines, reasons.
+"""Plan mode dynamic (seed 001, IRIS): the switches that pay off over a forecast - candidates, the cost-benefit
+search, baselines, reasons.
 
-make_plan() is what the plan module runs (seed 001 sections 4.2-4.4):
+make_plan() makes the plan body (seed 001 sections 4.2-4.4):
 
 1. the forecast becomes one workload per step (shares of each operation, else the read ratio as reads and
    updates, on a grid of ``quantum`` so that near-equal steps share one static optimum) and, when the forecast
@@ -17,25 +18,27 @@ make_plan() is what the plan module runs (seed 001 sections 4.2-4.4):
 4. for each switch: predicted ops/s before and after, cost of the roll, break-even time and the reason; for each
    change of the optimum the plan does not follow, why; the baselines on the same forecast.
 
-The result is the body of a plan file (planfile.py).
+The result is the body of a plan file (plan_file.py). plan() is what modes.MODES runs: make_plan() on the
+context's surrogate, roll and configuration in place, then the plan document.
 """
 
 from __future__ import annotations
 
-import collections
 import math
 import time
+from dataclasses import dataclass
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import replication
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
+from ansible_collections.tactician.nosql.plugins.module_utils.models import predict
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
 DEFAULT_QUANTUM = 0.05
 MAX_PAIR_PHASES = 16
 """Phase pairs are tried as compromise candidates only when the forecast has at most this many phases."""
 SHARES = ("read", "update", "insert", "scan", "rmw")
-MODES = ("dynamic", "static", "heterogeneous", "tactic")
 
 
 def _round(value, quantum):
@@ -98,7 +101,8 @@ def phases(workloads):
     return [(a, b, w) for a, b, w, _key in out]
 
 
-def _restart_matrix(catalog, configs):
+def restart_matrix(catalog, configs):
+    """[a, b] = whether switching from configs[a] to configs[b] restarts nodes (a changed parameter is not live)."""
     np = planner._np()
     C = len(configs)
     restart = np.zeros((C, C), dtype=bool)
@@ -226,7 +230,7 @@ def make_plan(
     # 3. f_ops and the search
     t = time.monotonic()
     F = throughput.matrix(workloads, candidates)
-    restart = _restart_matrix(catalog, candidates)
+    restart = restart_matrix(catalog, candidates)
     line = planner.Timeline(F, roll, step_s=step_s, demand=demand, restart=restart)
     exact = planner.best_plan(line, 0, min_gain=min_gain, tail_s=tail_s)
     result = exact
@@ -281,17 +285,17 @@ def make_plan(
             )
         )
         steps.append(
-            {
-                "step": s,
-                "offset_s": s * step_s,
-                "from_candidate": a,
-                "candidate": b,
-                "configuration": changes(catalog, candidates[a], candidates[b]),
-                "full_configuration": candidates[b],
-                "restart": bool(restart[a, b]),
-                "roll_s": line.layout_of(a, b)[1],
-                "workload": workloads[s],
-                "predicted": {
+            planfile.new_step(
+                step=s,
+                offset_s=s * step_s,
+                from_candidate=a,
+                candidate=b,
+                configuration=changes(catalog, candidates[a], candidates[b]),
+                full_configuration=candidates[b],
+                restart=bool(restart[a, b]),
+                roll_s=line.layout_of(a, b)[1],
+                workload=workloads[s],
+                predicted={
                     "ops_per_s_before": round(before, 1),
                     "ops_per_s_after": round(after, 1),
                     "cost_ops": even["cost_ops"],
@@ -299,9 +303,9 @@ def make_plan(
                     "break_even_s": even["break_even_s"],
                     "kept_s": kept_s,
                 },
-                "gain_curve": even["curve"][:: max(1, len(even["curve"]) // 60)],
-                "reason": reason,
-            }
+                gain_curve=even["curve"][:: max(1, len(even["curve"]) // 60)],
+                reason=reason,
+            )
         )
     skipped = []
     for k in range(1, line.steps):
@@ -372,335 +376,80 @@ def make_plan(
     }
 
 
-# ------------------------------------------------------------------------------------------------ entry point
-def _cluster_roll(cluster):
-    """(Roll, cluster facts) from the plan module's cluster option."""
-    cluster = dict(cluster or {})
-    nodes = cluster.get("nodes", 1)
-    hosts = list(nodes) if isinstance(nodes, (list, tuple)) else None
-    count = len(hosts) if hosts is not None else nodes
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise PlanningError("cluster.nodes: %r is not a number of nodes >= 1 or a list of hosts" % (nodes,))
-    rf = cluster.get("rf", min(3, count))
-    cl = str(cluster.get("cl", "ONE")).upper()
-    try:
-        rule = replication.batch_rule(
-            rf,
-            cl,
-            hosts if hosts is not None else count,
-            sets=cluster.get("sets"),
-            aggressive=bool(cluster.get("aggressive", False)),
-            aggressive_batch=cluster.get("aggressive_batch"),
-        )
-    except replication.ReplicationError as exc:
-        raise PlanningError("cluster.%s" % exc) from None
-    try:
-        restart_s = float(cluster.get("restart_s", 60.0))
-        live_s = float(cluster.get("live_s", 15.0))
-    except (TypeError, ValueError):
-        raise PlanningError("cluster.restart_s and cluster.live_s: give seconds as numbers") from None
-    try:
-        roll = planner.Roll(nodes=count, batch=rule["batch"], restart_s=restart_s, live_s=live_s)
-    except planner.PlanError as exc:
-        raise PlanningError("cluster.%s" % exc) from None
-    facts = dict(roll.to_dict(), rf=rf, cl=rule["cl"], rule=rule["rule"], available=rule["available"])
-    if hosts is not None:
-        facts["hosts"] = hosts
-        facts["plan"] = rule["plan"]
-    if cluster.get("name"):
-        facts["name"] = cluster["name"]
-    return roll, facts
+# ------------------------------------------------------------------------------------------------ the mode
+@dataclass
+class DynamicOptions:
+    """What mode dynamic needs besides the context: the forecast (predict mode forecast's result or its forecast
+    key), the workload keys it does not give, the share grid, the solver (exact or ga), the least gain a plan with
+    switches needs, the seconds after the lookahead its last workload is assumed to go on, and the refinement
+    generations of each candidate's search."""
 
+    forecast: dict | None = None
+    workload_base: dict | None = None
+    quantum: float = DEFAULT_QUANTUM
+    solver: str = "exact"
+    min_gain: float = 0.0
+    tail_s: float = 0.0
+    tune_generations: int = 8
 
-def run_plan(
-    catalog_data,
-    model_file,
-    mode="dynamic",
-    forecast=None,
-    workload=None,
-    current=None,
-    cluster=None,
-    store="cassandra",
-    store_version=None,
-    hardware_profile=None,
-    cluster_model_file=None,
-    step_s=30.0,
-    workload_base=None,
-    quantum=DEFAULT_QUANTUM,
-    solver="exact",
-    min_gain=0.0,
-    seed=0,
-    start=None,
-    fixed=None,
-    tune_generations=8,
-    tail_s=0.0,
-    hetero=None,
-    tactic=None,
-    check_mode=False,
-):
-    """Everything the plan module does but writing: the plan document (planfile.build) of mode dynamic (a
-    forecast), static (the best configuration for one workload, one step now), heterogeneous (VM type and
-    configuration per complete-set; hetero = {vms, budget_per_h, min_ops, horizon_s, vm_scaling, min_gain}) or
-    tactic (the tactic advisor on one sample; tactic = {sample, state_file, outcome, saturation,
-    oscillation_window_s, oscillation_penalty, bootstrap (labelled runs, or the path of their file),
-    knowledge_base})."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
-    from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
-    from ansible_collections.tactician.nosql.plugins.module_utils.models import (
-        advisor,
-        surrogate_design,
-        surrogate_features,
-    )
-    from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
-    from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
-    from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes
-    from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
-
-    if mode not in MODES:
-        raise PlanningError("mode: %r is not allowed; choose one of %s" % (mode, ", ".join(MODES)))
-    start = time.time() if start is None else float(start)
-    if mode == "tactic":
-        options = dict(tactic or {})
-        if not isinstance(options.get("sample"), dict):
-            raise PlanningError("sample: mode tactic needs the monitoring sample (features of the advisor)")
-        try:
-            runs = options.get("bootstrap")
-            if isinstance(runs, str):
-                runs = advisor.check_runs(advisor.read_runs(runs), "advisor_bootstrap: %s" % runs)
-            elif runs is not None:
-                runs = advisor.check_runs(runs)
-            body, _learned = planmodes.tactic_plan(
-                options["sample"],
-                state_file=options.get("state_file"),
-                outcome=options.get("outcome"),
-                check_mode=check_mode,
-                now=start,
-                saturation=options.get("saturation", 90.0),
-                oscillation_window_s=options.get("oscillation_window_s", 3600.0),
-                oscillation_penalty=options.get("oscillation_penalty", 0.5),
-                bootstrap=runs,
-                knowledge_base=options.get("knowledge_base", True),
-                seed=seed,
+    @classmethod
+    def from_params(cls, params):
+        """The options from the plan module's parameters: the forecast, or the steps of schedule_file as a perfect
+        forecast from schedule_position over horizon seconds."""
+        forecast = params["forecast"]
+        if params["schedule_file"]:
+            schedule = schedules.load_schedule(params["schedule_file"])
+            forecast = predict.forecast_workload(
+                schedule=schedule,
+                schedule_position=params["schedule_position"],
+                method="schedule",
+                step_s=params["step"],
+                horizon_s=params["horizon"],
             )
-        except advisor.AdvisorError as exc:
-            raise PlanningError(str(exc)) from None
-        except planmodes.ModeError as exc:
-            raise PlanningError(str(exc)) from None
-        facts = {k: v for k, v in dict(cluster or {}).items() if k in ("name", "nodes", "rf", "cl")}
-        facts["cl"] = str(facts.get("cl", "ONE")).upper()
-        return planfile.build(body, store, start, store_version, facts, {}, current or {}, kind="tactic")
-    try:
-        catalog = Catalog(catalog_data) if isinstance(catalog_data, dict) else catalog_data
-    except CatalogError as exc:
-        raise PlanningError("catalog: %s" % exc) from None
-    data, metadata = modelstore.load_model(
-        model_file, kind="surrogate", store=store, store_version=store_version, hardware_profile=hardware_profile
-    )
-    model = sg.Surrogate.from_dict(data, catalog=catalog)
-    # The profile's unknown numbers (None) take the model's defaults, as when it was fitted.
-    hardware = {k: v for k, v in (metadata.get("hardware_profile") or {}).items() if v is not None}
-    loaded = Loaded(catalog, model, hardware, _model_facts(model_file, metadata))
-    if mode == "heterogeneous":
-        return _hetero(
-            loaded,
-            workload,
-            current,
-            cluster,
-            hetero or {},
-            store=store,
-            store_version=store_version,
-            start=start,
-            fixed=fixed,
-            seed=seed,
+        elif not forecast:
+            raise PlanningError("forecast: mode dynamic needs forecast (from predict mode forecast) or schedule_file")
+        return cls(
+            forecast=forecast,
+            workload_base=params["workload_base"],
+            quantum=params["quantum"],
+            solver=params["solver"],
+            min_gain=params["min_gain"],
+            tail_s=params["tail"],
         )
-    roll, facts = _cluster_roll(cluster)
-    cluster_model = None
-    if cluster_model_file:
-        cdata, _meta = modelstore.load_model(cluster_model_file, kind="cluster_surrogate", store=store)
-        cluster_model = sg.ClusterModel.from_dict(cdata)
-    throughput = tuner.Throughput(
-        model,
-        hardware=hardware or None,
-        nodes=roll.nodes,
-        cluster_model=cluster_model,
-        cluster={"rf": facts["rf"], "cl": facts["cl"], "complete_sets": (cluster or {}).get("sets")},
-    )
-    try:
-        heap_mb = surrogate_features.hardware_values(hardware, store).get("heap_mb") if hardware.get("vcpu") else None
-        memory_mb = float(hardware["ram_gb"]) * 1024.0 if hardware.get("ram_gb") else None
-    except surrogate_features.SurrogateError:
-        heap_mb = memory_mb = None
-    feasible = surrogate_design.feasible_by_catalog(catalog, memory_mb=memory_mb, heap_mb=heap_mb or None)
-    model_facts = loaded.facts
-    try:
-        current_full = model.space.complete(current or {}, hardware or None)
-    except surrogate_features.SurrogateError as exc:
-        raise PlanningError("current.%s" % str(exc).split(".", 1)[-1]) from None
-    if mode == "static":
-        if not workload:
-            raise PlanningError("workload: mode static needs the workload to tune for")
-        fixed_values = dict(fixed or {})
-        found = tuner.tune(
-            throughput,
-            [workload],
-            feasible=feasible,
-            fixed=fixed_values or None,
-            include=[current_full, model.space.default_config(hardware or None)],
-            seed=seed,
-            generations=max(tune_generations, 60),
-        )
-        before = found["included"][0]["score"]
-        after = found["score"]
-        setting = changes(catalog, current_full, found["config"])
-        steps = []
-        if setting and after > before:
-            steps.append(
-                {
-                    "step": 0,
-                    "offset_s": 0.0,
-                    "configuration": setting,
-                    "full_configuration": found["config"],
-                    "restart": any(catalog.apply_kind(n, current_full.get(n)) != "live" for n in setting),
-                    "roll_s": roll.duration(any(catalog.apply_kind(n, current_full.get(n)) != "live" for n in setting)),
-                    "workload": workload,
-                    "predicted": {
-                        "ops_per_s_before": round(before, 1),
-                        "ops_per_s_after": round(after, 1),
-                        "cost_ops": 0.0,
-                        "gain_ops": 0.0,
-                        "break_even_s": None,
-                        "kept_s": 0.0,
-                    },
-                    "reason": "the static tuner predicts %s ops/s for this workload against %s with the configuration "
-                    "in place (%+.1f %%), after %d evaluations"
-                    % (
-                        f"{after:,.0f}",
-                        f"{before:,.0f}",
-                        100.0 * (after - before) / before if before else 0.0,
-                        found["evaluations"],
-                    ),
-                }
-            )
-        body = {
-            "steps": steps,
-            "predicted": {
-                "ops_per_s": round(after, 1),
-                "ops": round(after, 1),
-                "in_place_ops_per_s": round(before, 1),
-                "gain_share": round((after - before) / before, 5) if before else None,
-            },
-            "baselines": {"in_place": round(before, 1), "default": round(found["included"][1]["score"], 1)},
-            "reasons": [] if steps else ["the configuration in place is predicted best for this workload"],
-            "timing": {"elapsed_s": found["elapsed_s"], "evaluations": found["evaluations"]},
-            "solver": "ga",
-            "lookahead": {},
-        }
-        return planfile.build(body, store, start, store_version, facts, model_facts, current_full, kind="static")
+
+
+def plan(context, options):
+    """The plan document of mode dynamic (context: a modes.PlanContext with its surrogate and roll loaded)."""
+    throughput = context.throughput()
+    feasible = context.feasible()
+    current = context.current_configuration()
+    forecast = options.forecast
     if not forecast:
         raise PlanningError("forecast: mode dynamic needs a forecast (predict mode forecast) or a schedule_file")
     body = make_plan(
         throughput,
         forecast.get("forecast", forecast) if isinstance(forecast, dict) else forecast,
-        current_full,
-        roll,
-        catalog,
-        step_s=step_s,
-        workload_base=workload_base,
+        current,
+        context.roll,
+        context.catalog,
+        step_s=context.step_s,
+        workload_base=options.workload_base,
         feasible=feasible,
-        quantum=quantum,
-        solver=solver,
-        min_gain=min_gain,
-        seed=seed,
-        tune_generations=tune_generations,
-        default=model.space.default_config(hardware or None),
-        tail_s=tail_s,
+        quantum=options.quantum,
+        solver=options.solver,
+        min_gain=options.min_gain,
+        seed=context.seed,
+        tune_generations=options.tune_generations,
+        default=context.default_configuration(),
+        tail_s=options.tail_s,
     )
-    return planfile.build(body, store, start, store_version, facts, model_facts, current_full, kind="dynamic")
-
-
-Loaded = collections.namedtuple("Loaded", "catalog model hardware facts")
-"""A surrogate loaded for planning: the catalog, the model, the hardware profile it was fitted on, its facts."""
-
-
-def _model_facts(model_file, metadata):
-    return {
-        "file": str(model_file),
-        "hardware_profile": (metadata.get("hardware_profile") or {}).get("name"),
-        "training_data_sha256": metadata.get("training_data_sha256"),
-        "training_points": metadata.get("training_points"),
-        "metrics": metadata.get("metrics", {}),
-    }
-
-
-def _hetero(loaded, workload, current, cluster, options, *, store, store_version, start, fixed, seed):
-    """The plan document of mode heterogeneous (loaded: the surrogate and what came with it)."""
-    catalog, model, hardware = loaded.catalog, loaded.model, loaded.hardware
-    from ansible_collections.tactician.nosql.plugins.module_utils.core import replication
-    from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_features
-    from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
-    from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes_other as planmodes
-    from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
-
-    if not workload:
-        raise PlanningError("workload: mode heterogeneous needs the workload to plan for")
-    vms = options.get("vms")
-    try:
-        vms = hetero.check_vms(vms, "vms")
-        sets, hosts = planmodes.cluster_sets(cluster, store)
-    except (hetero.HeteroError, planmodes.ModeError) as exc:
-        raise PlanningError(str(exc)) from None
-    cluster = dict(cluster or {})
-    cl = str(cluster.get("cl", "ONE")).upper()
-    try:
-        rule = replication.batch_rule(
-            len(sets),
-            cl,
-            hosts,
-            sets=len(sets),
-            nodes_per_set=max(len(s) for s in sets),
-            aggressive=bool(cluster.get("aggressive", False)),
-        )
-    except replication.ReplicationError as exc:
-        raise PlanningError("cluster.%s" % exc) from None
-    try:
-        current_full = model.space.complete(current or {}, hardware or None)
-    except surrogate_features.SurrogateError as exc:
-        raise PlanningError("current.%s" % str(exc).split(".", 1)[-1]) from None
-    # Parameters whose change rewrites the data stay as they are (as in the dynamic plan).
-    kept = {n: current_full[n] for n in model.space.parameters if catalog.apply_kind(n) == "table"}
-    kept.update(fixed or {})
-    try:
-        body = planmodes.hetero_plan(
-            model,
-            catalog,
-            hardware,
-            workload,
-            vms,
-            cluster,
-            current_full,
-            model.space.default_config(hardware or None),
-            rule["batch_sets"] or 1,
-            store=store,
-            budget_per_h=options.get("budget_per_h"),
-            min_ops=options.get("min_ops") or 0.0,
-            horizon_s=options.get("horizon_s", 3600.0),
-            vm_scaling=options.get("vm_scaling", "vcpu"),
-            min_gain=options.get("min_gain", 0.0),
-            fixed=kept or None,
-            seed=seed,
-        )
-    except planmodes.ModeError as exc:
-        raise PlanningError(str(exc)) from None
-    facts = {
-        "nodes": len(hosts),
-        "hosts": hosts,
-        "rf": cluster.get("rf", len(sets)),
-        "cl": rule["cl"],
-        "complete_sets": len(sets),
-        "batch_sets": rule["batch_sets"] or 1,
-        "rule": rule["rule"],
-        "available": rule["available"],
-    }
-    if cluster.get("name"):
-        facts["name"] = cluster["name"]
-    return planfile.build(body, store, start, store_version, facts, loaded.facts, current_full, kind="heterogeneous")
+    return planfile.build(
+        body,
+        context.store,
+        context.start,
+        context.store_version,
+        context.cluster_facts,
+        context.surrogate.facts,
+        current,
+        kind="dynamic",
+    )

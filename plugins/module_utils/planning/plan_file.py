@@ -172,6 +172,60 @@ def _plain(value):
     return value
 
 
+def new_step(
+    *,
+    step,
+    offset_s,
+    configuration,
+    reason,
+    from_candidate=None,
+    candidate=None,
+    set=None,
+    batch=None,
+    nodes=None,
+    full_configuration=None,
+    restart=None,
+    roll_s=None,
+    workload=None,
+    tactic=None,
+    tactic_probability=None,
+    triggers=None,
+    predicted=None,
+    gain_curve=None,
+    vm_type=None,
+):
+    """One step of a plan body, as every mode makes it: the keys of STEP_SCHEMA but ``at`` (build() adds it from
+    the plan's start and offset_s). A key given None is left out; the keys always come in this order, so plan
+    files of every mode read alike.
+
+    step: its number; offset_s: seconds after the plan's start; configuration: only what changes; reason: why.
+    Dynamic plans add from_candidate and candidate, heterogeneous plans set, batch, nodes and vm_type ({from, to}),
+    tactic plans tactic, tactic_probability and triggers; predicted is {ops_per_s_before, ops_per_s_after,
+    cost_ops, gain_ops, break_even_s, kept_s}."""
+    values = {
+        "step": step,
+        "offset_s": offset_s,
+        "from_candidate": from_candidate,
+        "candidate": candidate,
+        "set": set,
+        "batch": batch,
+        "nodes": nodes,
+        "configuration": configuration,
+        "full_configuration": full_configuration,
+        "restart": restart,
+        "roll_s": roll_s,
+        "workload": workload,
+        "tactic": tactic,
+        "tactic_probability": tactic_probability,
+        "triggers": triggers,
+        "predicted": predicted,
+        "gain_curve": gain_curve,
+        "reason": reason,
+        "vm_type": vm_type,
+    }
+    return {key: value for key, value in values.items() if value is not None}
+
+
 def build(
     body, store, start, store_version=None, cluster=None, model=None, current=None, lookahead=None, kind="dynamic"
 ):

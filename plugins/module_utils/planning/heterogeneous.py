@@ -1,11 +1,11 @@
 # Copyright: Tactician maintainers
 # Apache License 2.0 (see LICENSE)
-"""The plan module's modes heterogeneous (seed 002) and tactic (seed 000): the bodies of their plan files.
+"""Plan mode heterogeneous (seed 002, OptimusCloud): a VM type and a configuration per complete-set.
 
-Heterogeneous: the cluster's complete-sets (given, or from the token ring and RF, or from the Redis shards) each
-take one VM type and one configuration; the assignment with the best predicted perf/$ under a budget and a
-minimum throughput is found (hetero.best_assignment); sets whose change does not pay off keep what they have; the
-changed sets are rolled at most count(sets) - CL at a time, one plan step per set.
+The cluster's complete-sets (given, or from the token ring and RF, or from the Redis shards) each take one VM type
+and one configuration; the assignment with the best predicted perf/$ under a budget and a minimum throughput is
+found (vm_types.best_assignment); sets whose change does not pay off keep what they have; the changed sets are
+rolled at most count(sets) - CL at a time, one plan step per set.
 
 A node's ops/s on a VM type comes from the surrogate. ``vm_scaling: model`` gives the surrogate the VM's hardware
 features (meaningful when it was trained on several machine types, as OptimusCloud's was); ``vcpu`` predicts on
@@ -13,31 +13,117 @@ the machine the model was trained on and scales by the VM's vCPUs over that mach
 model trained on one machine type). Either way a configuration whose memory does not fit a VM type's RAM is not
 run on it.
 
-Tactic: the tactic advisor (advisor.py) decides on one monitoring sample; its state file keeps what it learned
-(bootstrapped from the knowledge base when empty), and an observed outcome of the last tactic is learned first.
+plan() is what modes.MODES runs; hetero_plan() makes the plan body from a loaded surrogate.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import replication
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
-from ansible_collections.tactician.nosql.plugins.module_utils.models import (
-    advisor,
-    surrogate_design,
-    surrogate_features,
-)
-from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
-from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
+from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_design, surrogate_features
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets, tuner, vm_types
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 
 VM_SCALINGS = ("vcpu", "model")
 
 
-class ModeError(PlanningError, ValueError):
-    """Bad input to a plan mode; the message names the field and what is allowed."""
+@dataclass
+class HeterogeneousOptions:
+    """What mode heterogeneous needs besides the context: the workload, the VM types (vm_types.check_vms), the
+    budget in the catalog's price unit per hour, the least cluster ops/s, how long the assignment is kept, how a
+    node's ops/s on a VM type is predicted, the least perf/$ gain a set's change needs, and parameters kept as
+    they are (name to value)."""
+
+    workload: dict | None = None
+    vms: list | None = None
+    budget_per_h: float | None = None
+    min_ops: float = 0.0
+    horizon_s: float = 3600.0
+    vm_scaling: str = "vcpu"
+    min_gain: float = 0.0
+    fixed: dict | None = None
+
+    @classmethod
+    def from_params(cls, params):
+        """The options from the plan module's parameters."""
+        return cls(
+            workload=params["workload"],
+            vms=params["vms"],
+            budget_per_h=params["budget"],
+            min_ops=params["min_ops"],
+            horizon_s=params["horizon"],
+            vm_scaling=params["vm_scaling"],
+            min_gain=params["min_gain"],
+            fixed=params["fixed"],
+        )
 
 
-# ------------------------------------------------------------------------------------------------ heterogeneous
+def plan(context, options):
+    """The plan document of mode heterogeneous (context: a modes.PlanContext with its surrogate loaded)."""
+    surrogate = context.surrogate
+    if not options.workload:
+        raise PlanningError("workload: mode heterogeneous needs the workload to plan for")
+    try:
+        vms = vm_types.check_vms(options.vms, "vms")
+        sets, hosts = cluster_sets(context.cluster, context.store)
+    except complete_sets.HeteroError as exc:
+        raise PlanningError(str(exc)) from None
+    cluster = context.cluster
+    cl = str(cluster.get("cl", "ONE")).upper()
+    try:
+        rule = replication.batch_rule(
+            len(sets),
+            cl,
+            hosts,
+            sets=len(sets),
+            nodes_per_set=max(len(s) for s in sets),
+            aggressive=bool(cluster.get("aggressive", False)),
+        )
+    except replication.ReplicationError as exc:
+        raise PlanningError("cluster.%s" % exc) from None
+    current = context.current_configuration()
+    # Parameters whose change rewrites the data stay as they are (as in the dynamic plan).
+    kept = {n: current[n] for n in surrogate.model.space.parameters if context.catalog.apply_kind(n) == "table"}
+    kept.update(options.fixed or {})
+    body = hetero_plan(
+        surrogate.model,
+        context.catalog,
+        surrogate.hardware,
+        options.workload,
+        vms,
+        cluster,
+        current,
+        context.default_configuration(),
+        rule["batch_sets"] or 1,
+        store=context.store,
+        budget_per_h=options.budget_per_h,
+        min_ops=options.min_ops or 0.0,
+        horizon_s=options.horizon_s,
+        vm_scaling=options.vm_scaling,
+        min_gain=options.min_gain,
+        fixed=kept or None,
+        seed=context.seed,
+    )
+    facts = {
+        "nodes": len(hosts),
+        "hosts": hosts,
+        "rf": cluster.get("rf", len(sets)),
+        "cl": rule["cl"],
+        "complete_sets": len(sets),
+        "batch_sets": rule["batch_sets"] or 1,
+        "rule": rule["rule"],
+        "available": rule["available"],
+    }
+    if cluster.get("name"):
+        facts["name"] = cluster["name"]
+    return planfile.build(
+        body, context.store, context.start, context.store_version, facts, surrogate.facts, current, kind="heterogeneous"
+    )
+
+
 def cluster_sets(cluster, store="cassandra"):
     """(sets, hosts): the complete-sets of the cluster option - C(sets) as lists of hosts, else C(tokens) with C(rf)
     (Cassandra), else C(shards) (Redis)."""
@@ -48,34 +134,34 @@ def cluster_sets(cluster, store="cassandra"):
             sets = []
             for index, members in enumerate(given):
                 if not isinstance(members, list) or not members:
-                    raise ModeError("cluster.sets[%d]: expected a non-empty list of hosts" % index)
+                    raise PlanningError("cluster.sets[%d]: expected a non-empty list of hosts" % index)
                 sets.append([str(m) for m in members])
         elif cluster.get("tokens"):
             rf = cluster.get("rf")
             rf = int(rf) if isinstance(rf, str) and rf.isdigit() else rf
-            sets = hetero.complete_sets(hetero.cassandra_replicas(cluster["tokens"], rf))
+            sets = complete_sets.complete_sets(complete_sets.cassandra_replicas(cluster["tokens"], rf))
         elif cluster.get("shards"):
             shards = cluster["shards"]
             if isinstance(shards, dict):  # redis_cluster's layout: {master: [replica, ...]}
                 shards = [{"master": m, "replicas": list(r or [])} for m, r in sorted(shards.items())]
-            sets = hetero.redis_complete_sets(shards)
+            sets = complete_sets.redis_complete_sets(shards)
         else:
-            raise ModeError(
+            raise PlanningError(
                 "cluster: mode heterogeneous needs the complete-sets - sets (lists of hosts, e.g. from "
                 "cassandra_ring_info), tokens with rf (%s), or shards (Redis masters and replicas)" % store
             )
-    except hetero.HeteroError as exc:
-        raise ModeError("cluster.%s" % exc) from None
+    except complete_sets.HeteroError as exc:
+        raise PlanningError("cluster.%s" % exc) from None
     hosts = [h for members in sets for h in members]
     if len(set(hosts)) != len(hosts):
-        raise ModeError("cluster.sets: a node is in two complete-sets; each node belongs to one")
+        raise PlanningError("cluster.sets: a node is in two complete-sets; each node belongs to one")
     return sets, hosts
 
 
 def _vm_index(vms, name, field):
     names = [vm["name"] for vm in vms]
     if name not in names:
-        raise ModeError("%s: %r is not in the VM catalog; choose one of %s" % (field, name, ", ".join(names)))
+        raise PlanningError("%s: %r is not in the VM catalog; choose one of %s" % (field, name, ", ".join(names)))
     return names.index(name)
 
 
@@ -88,12 +174,12 @@ def current_vms(cluster, sets, vms):
     for index, members in enumerate(sets):
         names = {per_host.get(h, default) for h in members}
         if None in names:
-            raise ModeError(
+            raise PlanningError(
                 "cluster.vm_type: name the VM type the nodes run on (cluster.vm_type, or cluster.vm_types per host; "
                 "%s has none); one of %s" % (sorted(members)[0], ", ".join(vm["name"] for vm in vms))
             )
         if len(names) > 1:
-            raise ModeError(
+            raise PlanningError(
                 "cluster.vm_types: the nodes of complete-set %d run %s; a set shares one VM type"
                 % (index, ", ".join(sorted(names)))
             )
@@ -126,23 +212,23 @@ def hetero_plan(
     min_gain=0.0,
     fixed=None,
     seed=0,
-    t_config_s=hetero.DEFAULT_T_DOWN_CONFIG_S,
-    t_vm_s=hetero.DEFAULT_T_DOWN_VM_S,
+    t_config_s=complete_sets.DEFAULT_T_DOWN_CONFIG_S,
+    t_vm_s=complete_sets.DEFAULT_T_DOWN_VM_S,
     generations=30,
 ):
     """The body of a heterogeneous plan (planfile.build): VM type and configuration per complete-set."""
     if vm_scaling not in VM_SCALINGS:
-        raise ModeError("vm_scaling: %r is not allowed; choose one of %s" % (vm_scaling, ", ".join(VM_SCALINGS)))
+        raise PlanningError("vm_scaling: %r is not allowed; choose one of %s" % (vm_scaling, ", ".join(VM_SCALINGS)))
     if not isinstance(workload, dict):
-        raise ModeError("workload: mode heterogeneous needs the workload to plan for")
+        raise PlanningError("workload: mode heterogeneous needs the workload to plan for")
     for field, value in (("budget", budget_per_h), ("min_ops", min_ops), ("horizon", horizon_s)):
         if value is not None and (not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0):
-            raise ModeError("%s: %r is not a number >= 0" % (field, value))
+            raise PlanningError("%s: %r is not a number >= 0" % (field, value))
     sets, hosts = cluster_sets(cluster, store)
     sizes = [len(s) for s in sets]
     in_place_vm = current_vms(cluster, sets, vms)
     if vm_scaling == "vcpu" and not (profile or {}).get("vcpu"):
-        raise ModeError("vm_scaling: vcpu needs the model's hardware profile (its vcpu); use vm_scaling model")
+        raise PlanningError("vm_scaling: vcpu needs the model's hardware profile (its vcpu); use vm_scaling model")
     base_throughput = tuner.Throughput(model, hardware=profile or None)
     configs = [dict(current)]
     keys = {tuner.config_key(current)}
@@ -200,14 +286,14 @@ def hetero_plan(
         )
     read_ratio = surrogate_features.workload_values(workload)["read_ratio"]
     try:
-        best = hetero.best_assignment(
+        best = vm_types.best_assignment(
             node_ops, sizes, vms, read_ratio, budget_per_h=budget_per_h, min_ops=min_ops or 0.0, seed=seed
         )
-    except hetero.HeteroError as exc:
-        raise ModeError(str(exc)) from None
+    except vm_types.HeteroError as exc:
+        raise PlanningError(str(exc)) from None
 
     def evaluate(assignment):
-        return hetero.evaluate_assignment(assignment, node_ops, sizes, vms, read_ratio, budget_per_h, min_ops)
+        return vm_types.evaluate_assignment(assignment, node_ops, sizes, vms, read_ratio, budget_per_h, min_ops)
 
     in_place = [(v, 0) for v in in_place_vm]
     ops0, cost0, ok0 = evaluate(in_place)
@@ -263,41 +349,42 @@ def hetero_plan(
         for p in batch:
             v, c = target[p]
             setting = {k: val for k, val in configs[c].items() if configs[0].get(k) != val}
-            entry = {
-                "step": len(steps),
-                "offset_s": round(t, 3),
-                "set": p,
-                "batch": batch_number,
-                "nodes": list(sets[p]),
-                "configuration": setting,
-                "full_configuration": configs[c],
-                "restart": bool(setting) or target[p][0] != in_place[p][0],
-                "roll_s": length,
-                "workload": workload,
-                "predicted": {
-                    "ops_per_s_before": round(ops_before, 1),
-                    "ops_per_s_after": round(ops_after, 1),
-                    "cost_ops": round(cost_ops / len(batch), 1),
-                    "gain_ops": round(gain * max(0.0, horizon_s - t - length), 1),
-                    "break_even_s": round(cost_ops / gain, 1) if gain > 0 else None,
-                    "kept_s": round(max(0.0, horizon_s - t - length), 1),
-                },
-                "reason": "complete-set %d (%d node(s)) to %s with %s: its nodes' predicted ops/s %s -> %s; the "
-                "cluster's perf/$ goes from %s to %s ops/s per $/h"
-                % (
-                    p,
-                    sizes[p],
-                    vms[v]["name"],
-                    "the configuration in place" if not setting else "%d changed parameter(s)" % len(setting),
-                    f"{node_ops[in_place[p][0]][in_place[p][1]]:,.0f}",
-                    f"{node_ops[v][c]:,.0f}",
-                    f"{value0:,.0f}",
-                    f"{value1:,.0f}",
-                ),
-            }
-            if target[p][0] != in_place[p][0]:
-                entry["vm_type"] = {"from": vms[in_place[p][0]]["name"], "to": vms[v]["name"]}
-            steps.append(entry)
+            vm_change = target[p][0] != in_place[p][0]
+            steps.append(
+                planfile.new_step(
+                    step=len(steps),
+                    offset_s=round(t, 3),
+                    set=p,
+                    batch=batch_number,
+                    nodes=list(sets[p]),
+                    configuration=setting,
+                    full_configuration=configs[c],
+                    restart=bool(setting) or vm_change,
+                    roll_s=length,
+                    workload=workload,
+                    predicted={
+                        "ops_per_s_before": round(ops_before, 1),
+                        "ops_per_s_after": round(ops_after, 1),
+                        "cost_ops": round(cost_ops / len(batch), 1),
+                        "gain_ops": round(gain * max(0.0, horizon_s - t - length), 1),
+                        "break_even_s": round(cost_ops / gain, 1) if gain > 0 else None,
+                        "kept_s": round(max(0.0, horizon_s - t - length), 1),
+                    },
+                    reason="complete-set %d (%d node(s)) to %s with %s: its nodes' predicted ops/s %s -> %s; the "
+                    "cluster's perf/$ goes from %s to %s ops/s per $/h"
+                    % (
+                        p,
+                        sizes[p],
+                        vms[v]["name"],
+                        "the configuration in place" if not setting else "%d changed parameter(s)" % len(setting),
+                        f"{node_ops[in_place[p][0]][in_place[p][1]]:,.0f}",
+                        f"{node_ops[v][c]:,.0f}",
+                        f"{value0:,.0f}",
+                        f"{value1:,.0f}",
+                    ),
+                    vm_type={"from": vms[in_place[p][0]]["name"], "to": vms[v]["name"]} if vm_change else None,
+                )
+            )
         t += length
     for p in kept:
         reasons.append(
@@ -362,98 +449,3 @@ def hetero_plan(
         "fixed": dict(fixed or {}),
     }
     return body
-
-
-# ------------------------------------------------------------------------------------------------ tactic
-def tactic_plan(
-    sample,
-    state_file=None,
-    outcome=None,
-    check_mode=False,
-    now=None,
-    saturation=advisor.SATURATION,
-    oscillation_window_s=3600.0,
-    oscillation_penalty=0.5,
-    bootstrap=None,
-    knowledge_base=True,
-    seed=0,
-):
-    """(body, learned): the body of a tactic plan for one monitoring sample, and how many examples were learned
-    now (bootstrap and outcome; none are written in check mode).
-
-    An empty advisor (no state yet) learns the knowledge base (unless knowledge_base is false), then bootstrap:
-    labelled runs [(features, tactic)] such as advisor.read_runs() returns, weighted as measured examples."""
-    try:
-        tactics = advisor.TacticAdvisor(
-            state_file=state_file,
-            saturation=saturation,
-            oscillation_window_s=oscillation_window_s,
-            oscillation_penalty=oscillation_penalty,
-            seed=seed,
-        )
-        if check_mode:
-            tactics.state_file = None
-        before = tactics.learned
-        sources = []
-        if tactics.learned == 0:
-            if knowledge_base:
-                tactics.bootstrap(advisor.knowledge_base(seed=seed), source="knowledge_base")
-                sources.append("knowledge_base")
-            if bootstrap:
-                tactics.bootstrap(bootstrap, source="benchmark")
-                sources.append("benchmark runs")
-            if not sources:
-                raise ModeError("advisor_bootstrap: an empty advisor needs the knowledge base or labelled runs")
-        if outcome:
-            if not isinstance(outcome, dict) or not {"sample", "tactic", "improved"} <= set(outcome):
-                raise ModeError("outcome: expected {sample, tactic, improved[, at]} of the tactic last applied")
-            if not isinstance(outcome["improved"], bool):
-                raise ModeError("outcome.improved: %r is not a boolean" % (outcome["improved"],))
-            at = outcome.get("at")
-            seen = at is not None and any(
-                abs(t - float(at)) < 1e-6 and a == outcome["tactic"] for t, a in tactics.applied
-            )
-            if not seen:  # the same outcome (same tactic and time) is learned once, however often it is given
-                tactics.applied_tactic(outcome["tactic"], at=at)
-                tactics.outcome(outcome["sample"], outcome["tactic"], outcome["improved"])
-        decision = tactics.decide(sample, now=now)
-    except advisor.AdvisorError as exc:
-        raise ModeError(str(exc)) from None
-    learned = tactics.learned - before
-    steps = []
-    if decision["tactic"] != "none":
-        probability = decision["probabilities"].get(decision["tactic"], 0.0)
-        steps.append(
-            {
-                "step": 0,
-                "offset_s": 0.0,
-                "configuration": {},
-                "tactic": decision["tactic"],
-                "tactic_probability": float(min(1.0, max(0.0, probability))),
-                "triggers": list(decision["reasons"]),
-                "reason": "%s (tree probability %.2f) because %s"
-                % (decision["tactic"], probability, "; ".join(decision["reasons"])),
-            }
-        )
-    reasons = []
-    if not decision["triggered"]:
-        reasons.append("no SLA breach and no saturation: no tactic is due")
-    elif decision["tactic"] == "none":
-        reasons.append("triggered (%s) but the advisor chooses no tactic" % "; ".join(decision["reasons"]))
-    if decision["suppressed"]:
-        reasons.append(decision["suppressed"])
-    body = {
-        "steps": steps,
-        "predicted": {"ops": None, "tactic": decision["tactic"], "probabilities": decision["probabilities"]},
-        "baselines": {},
-        "reasons": reasons,
-        "timing": {
-            "decision_ms": decision["elapsed_ms"],
-            "examples": tactics.learned,
-            "learned_now": learned,
-            "bootstrap": " + ".join(sources) if before == 0 else "state_file",
-        },
-        "solver": "hoeffding_adaptive_tree",
-        "lookahead": {"sample": advisor.features(sample)},
-    }
-    return body, learned
