@@ -37,6 +37,7 @@ use_collection()
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog as catalog_mod
 from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog_files
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import run_nodetool
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
@@ -189,7 +190,7 @@ def main(argv=None):
     def drive():
         try:
             outcome["results"] = loadrun.execute(run_params, loadrun.plan(run_params))
-        except loadrun.LoadError as exc:
+        except TacticianError as exc:
             outcome["error"] = str(exc)
 
     driver = threading.Thread(target=drive, daemon=True)

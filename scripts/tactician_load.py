@@ -17,6 +17,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 
 
@@ -113,7 +114,7 @@ def main(argv=None):
             results = loadrun.execute(params, the_plan)
         else:
             results = loadrun.execute_schedule(params, the_plan, schedule, on_phase=report_phase)
-    except loadrun.LoadError as exc:
+    except TacticianError as exc:
         sys.exit("tactician-load: %s" % exc)
     for result in results:
         ops = ", ".join(

@@ -438,7 +438,7 @@ def test_tactic_plan_in_check_mode_writes_nothing_and_refuses_unknown_features(t
     state = tmp_path / "advisor.jsonl"
     _tactic({"sample": HOT, "state_file": str(state)}, check_mode=True)
     assert not state.exists()
-    with pytest.raises(PlanningError, match="features.cpu_load: unknown feature; allowed: cpu, memory"):
+    with pytest.raises(advisor.AdvisorError, match="features.cpu_load: unknown feature; allowed: cpu, memory"):
         _tactic({"sample": {"cpu_load": 1.0}})
     with pytest.raises(PlanningError, match="mode: 'magic' is not allowed; choose one of dynamic"):
         modes.build_context("magic")
@@ -459,14 +459,14 @@ def test_tactic_plan_bootstraps_from_labelled_runs_and_names_bad_lines(tmp_path)
     with pytest.raises(PlanningError, match="needs the knowledge base or labelled runs"):
         _tactic({"sample": HOT, "knowledge_base": False})
     runs.write_text('{"features": {"cpu": 1}, "tactic": "reboot"}\n')
-    with pytest.raises(PlanningError, match="runs.jsonl: run 1: tactic: 'reboot' is not allowed"):
+    with pytest.raises(advisor.AdvisorError, match="runs.jsonl: run 1: tactic: 'reboot' is not allowed"):
         _tactic(only)
     runs.write_text("not json\n")
-    with pytest.raises(PlanningError, match="runs.jsonl line 1 is not JSON"):
+    with pytest.raises(advisor.AdvisorError, match="runs.jsonl line 1 is not JSON"):
         _tactic(only)
-    with pytest.raises(PlanningError, match="advisor_bootstrap: .* is not a file"):
+    with pytest.raises(advisor.AdvisorError, match="advisor_bootstrap: .* is not a file"):
         _tactic(dict(only, bootstrap=str(tmp_path / "none.jsonl")))
-    with pytest.raises(PlanningError, match="advisor_bootstrap: run 2 has no features and tactic"):
+    with pytest.raises(advisor.AdvisorError, match="advisor_bootstrap: run 2 has no features and tactic"):
         bad = [{"schema": advisor.STATE_SCHEMA}, {"tactic": "none"}]
         _tactic(dict(only, bootstrap=bad))
 

@@ -17,7 +17,6 @@ from ansible_collections.tactician.nosql.plugins.module_utils.core import import
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ModelError
 
 np = imports.optional("numpy")
-_interpolate = imports.optional("scipy.interpolate")
 _optimize = imports.optional("scipy.optimize")
 
 

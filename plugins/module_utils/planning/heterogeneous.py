@@ -66,11 +66,8 @@ def plan(context, options):
     surrogate = context.surrogate
     if not options.workload:
         raise PlanningError("workload: mode heterogeneous needs the workload to plan for")
-    try:
-        vms = vm_types.check_vms(options.vms, "vms")
-        sets, hosts = cluster_sets(context.cluster, context.store)
-    except complete_sets.HeteroError as exc:
-        raise PlanningError(str(exc)) from None
+    vms = vm_types.check_vms(options.vms, "vms")
+    sets, hosts = cluster_sets(context.cluster, context.store)
     cluster = context.cluster
     cl = str(cluster.get("cl", "ONE")).upper()
     try:
@@ -285,12 +282,9 @@ def hetero_plan(
             ]
         )
     read_ratio = surrogate_features.workload_values(workload)["read_ratio"]
-    try:
-        best = vm_types.best_assignment(
-            node_ops, sizes, vms, read_ratio, budget_per_h=budget_per_h, min_ops=min_ops or 0.0, seed=seed
-        )
-    except vm_types.HeteroError as exc:
-        raise PlanningError(str(exc)) from None
+    best = vm_types.best_assignment(
+        node_ops, sizes, vms, read_ratio, budget_per_h=budget_per_h, min_ops=min_ops or 0.0, seed=seed
+    )
 
     def evaluate(assignment):
         return vm_types.evaluate_assignment(assignment, node_ops, sizes, vms, read_ratio, budget_per_h, min_ops)

@@ -54,27 +54,24 @@ def plan(context, options):
     is, its start is when the advisor decides)."""
     if not isinstance(options.sample, dict):
         raise PlanningError("sample: mode tactic needs the monitoring sample (features of the advisor)")
-    try:
-        runs = options.bootstrap
-        if isinstance(runs, str):
-            runs = advisor.check_runs(advisor.read_runs(runs), "advisor_bootstrap: %s" % runs)
-        elif runs is not None:
-            runs = advisor.check_runs(runs)
-        body, _learned = tactic_plan(
-            options.sample,
-            state_file=options.state_file,
-            outcome=options.outcome,
-            check_mode=context.check_mode,
-            now=context.start,
-            saturation=options.saturation,
-            oscillation_window_s=options.oscillation_window_s,
-            oscillation_penalty=options.oscillation_penalty,
-            bootstrap=runs,
-            knowledge_base=options.knowledge_base,
-            seed=context.seed,
-        )
-    except advisor.AdvisorError as exc:
-        raise PlanningError(str(exc)) from None
+    runs = options.bootstrap
+    if isinstance(runs, str):
+        runs = advisor.check_runs(advisor.read_runs(runs), "advisor_bootstrap: %s" % runs)
+    elif runs is not None:
+        runs = advisor.check_runs(runs)
+    body, _learned = tactic_plan(
+        options.sample,
+        state_file=options.state_file,
+        outcome=options.outcome,
+        check_mode=context.check_mode,
+        now=context.start,
+        saturation=options.saturation,
+        oscillation_window_s=options.oscillation_window_s,
+        oscillation_penalty=options.oscillation_penalty,
+        bootstrap=runs,
+        knowledge_base=options.knowledge_base,
+        seed=context.seed,
+    )
     facts = {k: v for k, v in context.cluster.items() if k in ("name", "nodes", "rf", "cl")}
     facts["cl"] = str(facts.get("cl", "ONE")).upper()
     return planfile.build(
@@ -100,42 +97,37 @@ def tactic_plan(
 
     An empty advisor (no state yet) learns the knowledge base (unless knowledge_base is false), then bootstrap:
     labelled runs [(features, tactic)] such as advisor.read_runs() returns, weighted as measured examples."""
-    try:
-        tactics = advisor.TacticAdvisor(
-            state_file=state_file,
-            saturation=saturation,
-            oscillation_window_s=oscillation_window_s,
-            oscillation_penalty=oscillation_penalty,
-            seed=seed,
-        )
-        if check_mode:
-            tactics.state_file = None
-        before = tactics.learned
-        sources = []
-        if tactics.learned == 0:
-            if knowledge_base:
-                tactics.bootstrap(advisor.knowledge_base(seed=seed), source="knowledge_base")
-                sources.append("knowledge_base")
-            if bootstrap:
-                tactics.bootstrap(bootstrap, source="benchmark")
-                sources.append("benchmark runs")
-            if not sources:
-                raise PlanningError("advisor_bootstrap: an empty advisor needs the knowledge base or labelled runs")
-        if outcome:
-            if not isinstance(outcome, dict) or not {"sample", "tactic", "improved"} <= set(outcome):
-                raise PlanningError("outcome: expected {sample, tactic, improved[, at]} of the tactic last applied")
-            if not isinstance(outcome["improved"], bool):
-                raise PlanningError("outcome.improved: %r is not a boolean" % (outcome["improved"],))
-            at = outcome.get("at")
-            seen = at is not None and any(
-                abs(t - float(at)) < 1e-6 and a == outcome["tactic"] for t, a in tactics.applied
-            )
-            if not seen:  # the same outcome (same tactic and time) is learned once, however often it is given
-                tactics.applied_tactic(outcome["tactic"], at=at)
-                tactics.outcome(outcome["sample"], outcome["tactic"], outcome["improved"])
-        decision = tactics.decide(sample, now=now)
-    except advisor.AdvisorError as exc:
-        raise PlanningError(str(exc)) from None
+    tactics = advisor.TacticAdvisor(
+        state_file=state_file,
+        saturation=saturation,
+        oscillation_window_s=oscillation_window_s,
+        oscillation_penalty=oscillation_penalty,
+        seed=seed,
+    )
+    if check_mode:
+        tactics.state_file = None
+    before = tactics.learned
+    sources = []
+    if tactics.learned == 0:
+        if knowledge_base:
+            tactics.bootstrap(advisor.knowledge_base(seed=seed), source="knowledge_base")
+            sources.append("knowledge_base")
+        if bootstrap:
+            tactics.bootstrap(bootstrap, source="benchmark")
+            sources.append("benchmark runs")
+        if not sources:
+            raise PlanningError("advisor_bootstrap: an empty advisor needs the knowledge base or labelled runs")
+    if outcome:
+        if not isinstance(outcome, dict) or not {"sample", "tactic", "improved"} <= set(outcome):
+            raise PlanningError("outcome: expected {sample, tactic, improved[, at]} of the tactic last applied")
+        if not isinstance(outcome["improved"], bool):
+            raise PlanningError("outcome.improved: %r is not a boolean" % (outcome["improved"],))
+        at = outcome.get("at")
+        seen = at is not None and any(abs(t - float(at)) < 1e-6 and a == outcome["tactic"] for t, a in tactics.applied)
+        if not seen:  # the same outcome (same tactic and time) is learned once, however often it is given
+            tactics.applied_tactic(outcome["tactic"], at=at)
+            tactics.outcome(outcome["sample"], outcome["tactic"], outcome["improved"])
+    decision = tactics.decide(sample, now=now)
     learned = tactics.learned - before
     steps = []
     if decision["tactic"] != "none":

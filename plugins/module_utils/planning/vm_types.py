@@ -20,13 +20,10 @@ import itertools
 import math
 import os
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import checks
+from ansible_collections.tactician.nosql.plugins.module_utils.core import checks, imports
 from ansible_collections.tactician.nosql.plugins.module_utils.planning.complete_sets import HeteroError
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - PyYAML is a requirement; the error says so when a file is read
-    yaml = None
+yaml = imports.optional("yaml")  # a requirement; load_vms says so when a file is read without it
 
 VM_KEYS = ("name", "vcpu", "ram_gb", "disk_ssd", "price_per_h")
 EXHAUSTIVE_LIMIT = 50_000
@@ -152,10 +149,7 @@ def best_assignment(node_ops, sizes, vms, read_ratio, budget_per_h=None, min_ops
                 best = (ops / cost, choice, ops, cost)
     else:
         method = "ga"
-        try:
-            import pygad
-        except ImportError:
-            raise HeteroError("a search over %d assignments needs the Python library pygad" % (types**S)) from None
+        pygad = imports.require("pygad", HeteroError, "a search over %d assignments" % (types**S))
 
         def fitness(_ga, solution, _index):
             ops, cost, ok = score([int(v) for v in solution])

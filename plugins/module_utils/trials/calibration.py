@@ -20,7 +20,7 @@ import os
 import threading
 import time
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TrialError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError, TrialError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.process import read_pid
 from ansible_collections.tactician.nosql.plugins.module_utils.models import resource_model
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
@@ -119,7 +119,7 @@ def measure_idle(pid, window_s=8.0, cpus=None, clock=time.monotonic):
 def _run_load(params):
     try:
         result = loadrun.execute(params, loadrun.plan(params))[-1]
-    except loadrun.LoadError as exc:
+    except TacticianError as exc:  # the load run's, the driver's or the workload's
         return {"error": str(exc)}
     summary = {key: result.get(key) for key in ("throughput", "failed_total", "client_cpu_s", "wall_s")}
     return {"result": summary}
@@ -131,7 +131,7 @@ def load_records(load_params, records):
     params["properties"] = dict(load_params.get("properties") or {}, recordcount=int(records))
     try:
         return loadrun.execute(params, loadrun.plan(params))[-1]
-    except loadrun.LoadError as exc:
+    except TacticianError as exc:  # the load run's, the driver's or the workload's
         raise CalibrationError("loading %d records failed: %s" % (records, exc)) from exc
 
 
