@@ -11,9 +11,14 @@ import subprocess
 import sys
 
 import pytest
+from ansible.errors import AnsibleFilterError, AnsibleLookupError
 from test_plan_file import CURRENT, _plan
 
+from ansible_collections.tactician.nosql.plugins.filter.plan_applied import plan_applied
+from ansible_collections.tactician.nosql.plugins.filter.plan_gate import plan_gate
+from ansible_collections.tactician.nosql.plugins.lookup.plan_file import read_plan
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
+from ansible_collections.tactician.nosql.plugins.plugin_utils.plain import plain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTIONS = os.path.join(ROOT, ".collections")
@@ -49,7 +54,7 @@ def test_module_check_mode_diff_then_approve_then_nothing(tmp_path, plan_path):
     assert open(plan_path).read() == text
     done = run_module(tmp_path, dict(path=plan_path, by="jane", at="2026-11-22T10:20:00Z"))
     assert done["changed"] is True and "diff" not in done and done["summary"][0].startswith("dynamic plan")
-    assert done["approval"]["digest"] == done["digest"] == planfile.digest(_plan())
+    assert done["approval"]["digest"] == done["digest"] == planfile.digest(planfile.load_plan(plan_path))
     assert planfile.check_approved(planfile.load_plan(plan_path), CURRENT)
     assert run_module(tmp_path, dict(path=plan_path, by="jane"))["changed"] is False
     revoked = run_module(tmp_path, dict(path=plan_path, state="revoked", _ansible_diff=True))
@@ -68,3 +73,130 @@ def test_module_fails_naming_the_field_and_changes_nothing(tmp_path, plan_path):
     absent = run_module(tmp_path, dict(path=str(tmp_path / "none.yml"), by="jane"))
     assert absent["failed"] and absent["msg"].startswith("plan_file: cannot read")
     assert open(plan_path).read() == text
+
+
+# ---------------------------------------------------------------- the lookup plan_file
+def test_lookup_reads_a_valid_plan_and_checks_what_is_asked(plan_path):
+    doc = read_plan(plan_path)
+    assert doc == planfile.load_plan(plan_path)
+    assert read_plan(plan_path, step=0, digest=planfile.digest(doc)) == doc
+    approved = planfile.approve(doc, "jane")
+    planfile.save_plan(plan_path, approved)
+    assert read_plan(plan_path, approved=True, current=CURRENT) == approved
+
+
+def test_lookup_fails_naming_the_file_and_the_field(tmp_path, plan_path):
+    with pytest.raises(AnsibleLookupError, match=r"^plan_file: .*plan\.yml: approval\.approved is not true"):
+        read_plan(plan_path, approved=True, current=CURRENT)
+    with pytest.raises(AnsibleLookupError, match=r"^plan_file: .*plan\.yml: step: 3 is not a step of the plan"):
+        read_plan(plan_path, step=3)
+    with pytest.raises(AnsibleLookupError, match=r"plan\.yml: the plan changed since it was decided on"):
+        read_plan(plan_path, digest="sha256:0")
+    planfile.save_plan(plan_path, planfile.approve(_plan(), "jane"))
+    with pytest.raises(AnsibleLookupError, match=r"plan\.yml: current\.configuration: the plan was made for"):
+        read_plan(plan_path, approved=True, current={"concurrent_reads": 8}, current_source="lab-applied.yml")
+    bad = tmp_path / "bad.yml"
+    bad.write_text(open(plan_path).read().replace("offset_s: 0.0", "offset_s: soon"))
+    with pytest.raises(AnsibleLookupError, match=r"^plan_file: .*bad\.yml: steps\[0\]\.offset_s: expected number"):
+        read_plan(str(bad))
+    with pytest.raises(AnsibleLookupError, match=r"^plan_file: .*none\.yml: no such file"):
+        read_plan(str(tmp_path / "none.yml"))
+    garbage = tmp_path / "garbage.yml"
+    garbage.write_text("steps: [unclosed\n")
+    with pytest.raises(AnsibleLookupError, match=r"^plan_file: .*garbage\.yml is not YAML"):
+        read_plan(str(garbage))
+
+
+# ---------------------------------------------------------------- the filters plan_gate and plan_applied
+def test_filters_call_the_engine_and_fail_naming_the_field():
+    doc = _plan()
+    assert plan_gate(doc, "auto", 0.05, 30) == planfile.gate(doc, "auto", 0.05, 30)
+    assert plan_gate(doc, "approve", current=CURRENT)["reason"].startswith("not applied: approval.approved")
+    with pytest.raises(AnsibleFilterError, match=r"^plan_gate: mode: 'often' is not allowed"):
+        plan_gate(doc, "often")
+    record = plan_applied(doc, 0, {"concurrent_reads": 1}, plan="p.yml")
+    assert record["configuration"] == {"concurrent_reads": 64, "concurrent_writes": 32} and record["plan"] == "p.yml"
+    with pytest.raises(AnsibleFilterError, match=r"^plan_applied: step: 4 is not a step of the plan"):
+        plan_applied(doc, 4)
+
+
+def test_plain_gives_plain_python_data():
+    class Tagged(str):
+        pass
+
+    value = plain({"store": Tagged("cassandra"), 1: (1.5, None, True)})
+    assert value == {"store": "cassandra", "1": [1.5, None, True]} and type(value["store"]) is str
+
+
+_PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  vars:
+    current: {concurrent_reads: 32, concurrent_writes: 32}
+  tasks:
+    - name: The plan through the lookup, relative to the current directory
+      ansible.builtin.set_fact:
+        plan: "{{ lookup('tactician.nosql.plan_file', 'plan.yml', step=0) }}"
+    - name: A plan that passed through JSON, as a module's result does
+      ansible.builtin.set_fact:
+        plan_json: "{{ plan | to_json | from_json }}"
+    - name: Decisions and the record
+      ansible.builtin.set_fact:
+        out:
+          store: "{{ plan.store }}"
+          auto: "{{ plan_json | tactician.nosql.plan_gate('auto', 0.05, 30) }}"
+          high: "{{ plan | tactician.nosql.plan_gate('auto', 0.5, 30) }}"
+          approve: "{{ plan | tactician.nosql.plan_gate('approve', current=current, current_source='x.yml') }}"
+          record: "{{ plan_json | tactician.nosql.plan_applied(0, current, plan='plan.yml') }}"
+          digest_ok: >-
+            {{ lookup('tactician.nosql.plan_file', 'plan.yml',
+                      digest=(plan_json | tactician.nosql.plan_gate('auto')).digest) is mapping }}
+    - name: Keep them
+      ansible.builtin.copy:
+        content: "{{ out | to_json }}"
+        dest: out.json
+        mode: "0644"
+    - name: An unapproved plan where an approved one is needed fails, naming the field
+      ansible.builtin.set_fact:
+        refused: "{{ lookup('tactician.nosql.plan_file', 'plan.yml', approved=true, current=current) }}"
+"""
+
+
+def test_plugins_in_a_playbook(tmp_path, plan_path):
+    """Through ansible-playbook: the loader finds the plugins, templates hand them their own types."""
+    (tmp_path / "play.yml").write_text(_PLAYBOOK)
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+    )
+    done = subprocess.run(
+        [
+            os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-e",
+            "ansible_python_interpreter=%s" % sys.executable,
+            "play.yml",
+        ],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "approval.approved is not true" in done.stdout + done.stderr, done.stdout[-3000:]
+    out = json.loads((tmp_path / "out.json").read_text())
+    doc = planfile.load_plan(plan_path)
+    assert out["store"] == "cassandra"
+    assert out["auto"] == planfile.gate(doc, "auto", 0.05, 30) and out["auto"]["apply"] is True
+    assert out["high"]["apply"] is False and out["high"]["reason"].startswith("gain under the threshold: +11.1 %")
+    assert out["approve"]["apply"] is False and "approval.approved is not true" in out["approve"]["reason"]
+    assert out["record"]["configuration"] == {"concurrent_reads": 64, "concurrent_writes": 32}
+    assert out["record"]["cluster"] == "lab" and out["record"]["plan"] == "plan.yml"
+    assert out["digest_ok"] is True
