@@ -200,3 +200,55 @@ def test_plugins_in_a_playbook(tmp_path, plan_path):
     assert out["record"]["configuration"] == {"concurrent_reads": 64, "concurrent_writes": 32}
     assert out["record"]["cluster"] == "lab" and out["record"]["plan"] == "plan.yml"
     assert out["digest_ok"] is True
+
+
+# ---------------------------------------------------------------- the playbooks refuse a bad plan, touching nothing
+INVENTORY = os.path.join(ROOT, "tests", "integration", "inventory", "test_cluster")
+
+
+def _playbook(tmp_path, playbook, extra):
+    """ansible-playbook on the integration tests' inventory (no server needed: these runs stop in play 1)."""
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+    )
+    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", INVENTORY]
+    argv += [os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra)]
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_rolling_reconfigure_stops_on_a_malformed_plan_before_any_health_check(tmp_path, plan_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text(open(plan_path).read().replace("offset_s: 0.0", "offset_s: soon"))
+    rc, out = _playbook(tmp_path, "rolling_reconfigure.yml", dict(tactician_plan_file=str(bad)))
+    assert rc != 0 and "bad.yml: steps[0].offset_s: expected number, got string 'soon'" in out, out[-3000:]
+    assert "TASK [Check what to roll]" not in out and "Every Cassandra node" not in out
+    rc, out = _playbook(tmp_path, "rolling_reconfigure.yml", dict(tactician_plan_file=plan_path, tactician_plan_step=1))
+    assert rc != 0 and "step: 1 is not a step of the plan; allowed: 0 to 0" in out, out[-3000:]
+    assert "Every Cassandra node" not in out
+
+
+def test_autotune_approve_refuses_a_plan_before_observing(tmp_path, plan_path):
+    common = dict(
+        tactician_autotune_mode="approve",
+        tactician_plans_dir=str(tmp_path / "plans"),
+        tactician_history=str(tmp_path / "history.sqlite3"),
+        tactician_plan_file=plan_path,
+    )
+    rc, out = _playbook(tmp_path, "autotune.yml", common)
+    assert rc != 0 and "approval.approved is not true" in out, out[-3000:]
+    assert "TASK [Observe the workload" not in out
+    approved = planfile.approve(planfile.load_plan(plan_path), "jane")
+    approved["steps"][0]["configuration"]["concurrent_reads"] = 128  # changed after the approval
+    planfile.save_plan(plan_path, approved)
+    rc, out = _playbook(tmp_path, "autotune.yml", common)
+    assert rc != 0 and "approval.digest: the plan changed after it was approved by jane" in out, out[-3000:]
+    planfile.set_approval(plan_path, "approved", by="jane")
+    rc, out = _playbook(tmp_path, "autotune.yml", dict(common, tactician_current_configuration={"concurrent_reads": 8}))
+    assert rc != 0 and "current.configuration: the plan was made for" in out, out[-3000:]
+    assert "(tactician_current_configuration) is" in out
+    assert "TASK [Observe the workload" not in out and not os.path.exists(tmp_path / "history.sqlite3")
