@@ -261,6 +261,7 @@ def test_gate_approve_applies_step_zero_of_an_approved_plan_only(plan):
         ("sometimes", 0.05, 30, r"^mode: 'sometimes' is not allowed; choose one of plan_only, approve, auto"),
         ("auto", "much", 30, r"^min_gain: 'much' is not a number"),
         ("auto", None, 30, r"^min_gain: None is not a number"),
+        ("auto", float("nan"), 30, r"^min_gain: nan is not a number"),
         ("auto", 0.05, 0, r"^step_s: 0 is not a number of seconds > 0"),
     ],
 )

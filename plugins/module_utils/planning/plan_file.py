@@ -36,6 +36,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import math
 import os
 import tempfile
 
@@ -536,7 +537,7 @@ def _min_gain(min_gain):
         value = float(min_gain)
     except (TypeError, ValueError):
         value = None
-    if value is None or isinstance(min_gain, bool) or value != value:
+    if value is None or isinstance(min_gain, bool) or math.isnan(value):
         raise PlanFileError(
             "min_gain: %r is not a number; give the least predicted gain share to apply, such as 0.05 for 5 %%"
             % (min_gain,)
