@@ -27,7 +27,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects, plan_file
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 
@@ -44,6 +44,8 @@ PHASES = [
 
 
 DEFAULT_PHASE_S = (150.0, 330.0, 280.0)
+STEP_S = 30
+"""autotune's decision step (tactician_autotune_step_s): a switch planned within it is due now."""
 
 
 def phase_lengths(text):
@@ -252,8 +254,8 @@ def main(argv=None):
                     "records": args.records,
                     "threads": args.threads,
                 },
-                "tactician_autotune_lookahead_s": int(remaining // 30 * 30),
-                "tactician_autotune_step_s": 30,
+                "tactician_autotune_lookahead_s": int(remaining // STEP_S * STEP_S),
+                "tactician_autotune_step_s": STEP_S,
                 "tactician_autotune_observe_s": 20,
                 "tactician_autotune_settle_s": 15,
                 "tactician_autotune_restart_s": 60,
@@ -327,7 +329,7 @@ def decision_lines(args, history, since):
         return ["no plan written (see the log)"]
     plan = _plan(plans[-1])
     steps = plan.get("steps") or []
-    lines = []
+    lines = ["autotune: %s" % plan_file.gate(plan, "auto", args.min_gain, STEP_S)["reason"]]
     if steps:
         first = steps[0]
         predicted = first.get("predicted") or {}
@@ -358,8 +360,26 @@ def decision_lines(args, history, since):
 
 
 def _plan(path):
-    with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+    return plan_file.load_plan(path)
+
+
+def decision(plan, applied, min_gain, step_s=STEP_S):
+    """What autotune in mode auto decided on a plan and why not, in the words of the plan's gate (plan_file.gate,
+    the rule autotune.yml applies)."""
+    steps = plan.get("steps") or []
+    due = plan_file.step_due_now(plan, step_s)
+    if due is not None:
+        what = "switch now to %s" % json.dumps(steps[due]["configuration"], sort_keys=True)
+    elif steps:
+        what = "switch in %.0f s" % steps[0]["offset_s"]
+    else:
+        what = "keep the configuration in place"
+    if applied:
+        return "%s; applied" % what
+    gate = plan_file.gate(plan, "auto", min_gain, step_s)
+    if gate["apply"]:
+        return "%s; not applied although the gate decided to (%s): see the log" % (what, gate["reason"])
+    return "%s; not applied: %s" % (what, gate["reason"])
 
 
 def summarize(args, history, results, runs, t0):
@@ -379,36 +399,10 @@ def summarize(args, history, results, runs, t0):
     lines += ["", "## What autotune decided, and why", ""]
     for run, plan_path in zip(runs, plans, strict=False):
         plan = _plan(plan_path)
-        steps = plan.get("steps") or []
-        first = steps[0] if steps else None
         applied = any((r.get("plan") or {}).get("created") == plan.get("created") and r.get("applied") for r in records)
-        if first and first.get("offset_s", 0) < 30:
-            what = "switch now to %s" % json.dumps(first.get("configuration"), sort_keys=True)
-        elif first:
-            what = "switch in %.0f s" % first.get("offset_s", 0)
-        else:
-            what = "keep the configuration in place"
         lines.append(
-            "- phase %d (%s): %s; %s. %s"
-            % (
-                run["phase"],
-                run["label"],
-                what,
-                "applied"
-                if applied
-                else (
-                    "not applied: %s"
-                    % (
-                        "not due yet (the next run decides)"
-                        if first and first.get("offset_s", 0) >= 30
-                        else "a predicted gain of %+.1f %% is under the %.0f %% a switch needs (--min-gain)"
-                        % (100.0 * float((plan.get("predicted") or {}).get("gain_share") or 0), 100.0 * args.min_gain)
-                        if first
-                        else "nothing to apply"
-                    )
-                ),
-                "; ".join(plan.get("reasons") or []),
-            )
+            "- phase %d (%s): %s. %s"
+            % (run["phase"], run["label"], decision(plan, applied, args.min_gain), "; ".join(plan.get("reasons") or []))
         )
     lines += ["", "## Predicted against measured, per phase", ""]
     lines.append(

@@ -18,6 +18,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.core.replication i
     ReplicationError,
     batch_rule,
     batches,
+    cluster_replication,
     redis_replication_factor,
     replicas_needed,
 )
@@ -261,6 +262,50 @@ def test_redis_replication_factor():
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# cluster_replication: one precedence of the inventory's variables for every playbook
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_cluster_replication_precedence():
+    node = {"tactician_cassandra_replication_factor": 2, "tactician_redis_replicas": 2}
+    play = {"tactician_cassandra_replication_factor": 5}
+    assert cluster_replication("cassandra", [node, play]) == dict(rf=2, source="tactician_cassandra_replication_factor")
+    assert cluster_replication("cassandra", [{}, play])["rf"] == 5  # the play's when the node has none
+    assert cluster_replication("cassandra", [{"tactician_cassandra_replication_factor": None}, play])["rf"] == 5
+    override = {"tactician_replication_factor": "4"}  # -e gives text
+    assert cluster_replication("cassandra", [node, override]) == dict(rf=4, source="tactician_replication_factor")
+    assert cluster_replication("redis", [override, node])["rf"] == 4
+    assert cluster_replication("redis", node) == dict(rf=3, source="tactician_redis_replicas + 1")
+    assert cluster_replication("redis", {"tactician_redis_replicas": 0})["rf"] == 1
+    assert cluster_replication("redis", {"tactician_cassandra_replication_factor": 5})["rf"] == 2  # not Redis's
+    assert cluster_replication("cassandra", {"tactician_redis_replicas": 4})["rf"] == 3  # not Cassandra's
+    assert cluster_replication("cassandra", [])["source"].startswith("default 3")
+    assert cluster_replication("mongodb", None)["rf"] == 3
+    assert cluster_replication("cassandra", {"tactician_replication_factor": {"dc1": 3, "dc2": "2"}})["rf"] == {
+        "dc1": 3,
+        "dc2": 2,
+    }
+
+
+@pytest.mark.parametrize(
+    "store, facts, message",
+    [
+        ("mysql", {}, r"^store: 'mysql' is not allowed; choose one of cassandra, redis, mongodb"),
+        ("cassandra", {"tactician_replication_factor": "three"}, r"^tactician_replication_factor: 'three' is not"),
+        ("cassandra", {"tactician_replication_factor": 0}, r"^tactician_replication_factor: 0 is not a whole number"),
+        ("cassandra", {"tactician_replication_factor": {}}, r"^tactician_replication_factor: the map .* is empty"),
+        ("cassandra", {"tactician_replication_factor": {"dc1": "x"}}, r"^tactician_replication_factor\[dc1\]: "),
+        ("cassandra", {"tactician_cassandra_replication_factor": True}, r"^tactician_cassandra_replication_factor: "),
+        ("redis", {"tactician_redis_replicas": -1}, r"^tactician_redis_replicas: -1 is not a whole number >= 0"),
+        ("redis", ["x"], r"^facts\[0\]: 'x' is not a mapping"),
+    ],
+)
+def test_cluster_replication_names_the_bad_variable(store, facts, message):
+    with pytest.raises(ReplicationError, match=message):
+        cluster_replication(store, facts)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # The lookup
 # ---------------------------------------------------------------------------------------------------------------
 
@@ -271,6 +316,20 @@ def test_lookup_function():
         rolling_batch(rf=3, cl="ALL", nodes=3)
     with pytest.raises(AnsibleLookupError, match="^rolling_batch: rf: "):
         rolling_batch(cl="ONE", nodes=3)
+    assert rolling_batch(rf=3, cl="ONE", nodes=3)[0]["rf_source"] == "rf"
+
+
+def test_lookup_function_derives_rf_from_the_store_and_the_inventory():
+    facts = [{"tactician_cassandra_replication_factor": 5}, {"tactician_replication_factor": None}]
+    rule = rolling_batch(cl="QUORUM", nodes=["a", "b", "c", "d", "e"], store="cassandra", facts=facts)[0]
+    assert rule["rf"] == 5 and rule["batch"] == 2 and rule["rf_source"] == "tactician_cassandra_replication_factor"
+    assert rolling_batch(rf=3, cl="ONE", nodes=3, store="cassandra", facts=facts)[0]["rf"] == 3  # rf given wins
+    redis = rolling_batch(cl="ONE", nodes=6, store="redis", facts=[])[0]
+    assert redis["rf"] == 2 and redis["batch"] == 1 and redis["rf_source"].startswith("default")
+    with pytest.raises(AnsibleLookupError, match="^rolling_batch: tactician_redis_replicas: 'one' is not"):
+        rolling_batch(cl="ONE", nodes=6, store="redis", facts=[{"tactician_redis_replicas": "one"}])
+    with pytest.raises(AnsibleLookupError, match="^rolling_batch: cl: R = RF - CL = 1 - 1 = 0"):
+        rolling_batch(cl="ONE", nodes=1, store="cassandra", facts=[{"tactician_cassandra_replication_factor": 1}])
 
 
 _LOOKUP_SCRIPT = """
@@ -280,8 +339,9 @@ init_plugin_loader([sys.argv[1]])
 lookup = lookup_loader.get("tactician.nosql.rolling_batch")
 out = []
 for kwargs in json.loads(sys.argv[2]):
+    variables = kwargs.pop("_variables", {})
     try:
-        out.append(lookup.run([], variables={}, **kwargs))
+        out.append(lookup.run([], variables=variables, **kwargs))
     except Exception as exc:
         out.append("%s: %s" % (type(exc).__name__, exc))
 print(json.dumps(out))
@@ -297,6 +357,21 @@ def test_lookup_plugin_through_the_loader():
         dict(rf=3, cl="ONE", nodes=6, sets=3),
         dict(rf=3, cl="ANY", nodes=3),
         dict(rf=3, cl="ALL", nodes=3),
+        dict(
+            store="cassandra",
+            cl="ONE",
+            nodes=["c1", "c2", "c3"],
+            _variables={
+                "hostvars": {"c1": {"tactician_cassandra_replication_factor": 2}},
+                "tactician_cassandra_replication_factor": 3,
+            },
+        ),
+        dict(
+            store="redis",
+            cl="ONE",
+            nodes=["r1", "r2"],
+            _variables={"hostvars": {"r1": {"tactician_redis_replicas": 1}}, "tactician_replication_factor": "3"},
+        ),
     ]
     collections = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), ".collections")
     done = subprocess.run(
@@ -305,10 +380,16 @@ def test_lookup_plugin_through_the_loader():
         text=True,
         check=True,
     )
-    quorum, local, aggressive, sets, refused_any, refused_all = json.loads(done.stdout)
+    quorum, local, aggressive, sets, refused_any, refused_all, from_node, override = json.loads(done.stdout)
     assert len(quorum) == 1 and quorum[0]["serial"] == 1 and quorum[0]["plan"] == [["a"], ["b"], ["c"]]
     assert local[0]["batch"] == 2 and local[0]["rule"] == "R = RF(dc2) - CL = 5 - 3 = 2"
     assert aggressive[0]["aggressive"] is True and aggressive[0]["batch"] == 3
     assert sets[0]["batch"] == 4
     assert "Error: rolling_batch: cl: ANY is refused" in refused_any
     assert "Error: rolling_batch: cl: R = RF - CL = 3 - 3 = 0: restarting any node" in refused_all
+    assert from_node[0]["rf"] == 2, from_node and from_node[0]["rf_source"] == "tactician_cassandra_replication_factor"
+    assert (
+        override[0]["rf"] == 3
+        and override[0]["batch"] == 2
+        and override[0]["rf_source"] == "tactician_replication_factor"
+    )

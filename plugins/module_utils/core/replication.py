@@ -274,3 +274,80 @@ def redis_replication_factor(shards):
             raise ReplicationError("shards[%d].replicas: %r is not a list" % (index, replicas))
         fewest = len(replicas) if fewest is None else min(fewest, len(replicas))
     return 1 + fewest
+
+
+REPLICATION_STORES = ("cassandra", "redis", "mongodb")
+REPLICATION_VARIABLES = (
+    "tactician_replication_factor",
+    "tactician_cassandra_replication_factor",
+    "tactician_redis_replicas",
+)
+"""The inventory variables cluster_replication reads, in its order of precedence."""
+DEFAULT_REPLICATION_FACTOR = 3
+DEFAULT_REDIS_REPLICAS = 1
+
+
+def _lookup_variable(facts, name):
+    """The first value of name in facts (a list of mappings searched in order), or None."""
+    for mapping in facts:
+        value = mapping.get(name)
+        if value is not None:
+            return value
+    return None
+
+
+def cluster_replication(store, facts):
+    """The replication factor of a cluster from its inventory variables: dict(rf, source).
+
+    facts: the variables, a mapping or a list of mappings searched in order (for example the first node's
+    variables, then the play's); the first that gives a variable (not null) wins. One precedence for every
+    playbook:
+
+    1. ``tactician_replication_factor`` - the explicit override, any store: a number or {dc: replicas};
+    2. Cassandra: ``tactician_cassandra_replication_factor`` (the keyspace the clients use);
+       Redis: 1 + ``tactician_redis_replicas`` (replicas per master);
+    3. the default: 3 for Cassandra and MongoDB; Redis 1 + 1 replica per master = 2.
+
+    source names the variable the value came from (or the default). A value that is no whole number >= 1
+    (replicas >= 0) raises ReplicationError naming the variable."""
+    if store not in REPLICATION_STORES:
+        raise ReplicationError("store: %r is not allowed; choose one of %s" % (store, ", ".join(REPLICATION_STORES)))
+    facts = [facts] if hasattr(facts, "get") or facts is None else list(facts)
+    facts = [mapping for mapping in facts if mapping is not None]
+    for index, mapping in enumerate(facts):
+        if not hasattr(mapping, "get"):
+            raise ReplicationError("facts[%d]: %r is not a mapping of variables" % (index, mapping))
+    override = _lookup_variable(facts, "tactician_replication_factor")
+    if override is not None:
+        if isinstance(override, dict):
+            if not override:
+                raise ReplicationError(
+                    "tactician_replication_factor: the map of replicas per data center is empty; give a number or"
+                    " {dc: replicas, ...}"
+                )
+            rf = {str(dc): _whole(n, "tactician_replication_factor[%s]" % dc) for dc, n in override.items()}
+        else:
+            rf = _whole(override, "tactician_replication_factor")
+        return dict(rf=rf, source="tactician_replication_factor")
+    if store == "cassandra":
+        value = _lookup_variable(facts, "tactician_cassandra_replication_factor")
+        if value is not None:
+            return dict(
+                rf=_whole(value, "tactician_cassandra_replication_factor"),
+                source="tactician_cassandra_replication_factor",
+            )
+    if store == "redis":
+        value = _lookup_variable(facts, "tactician_redis_replicas")
+        if value is not None:
+            return dict(
+                rf=_whole(value, "tactician_redis_replicas", minimum=0) + 1, source="tactician_redis_replicas + 1"
+            )
+        return dict(
+            rf=DEFAULT_REDIS_REPLICAS + 1,
+            source="default: 1 + %d replica per master (tactician_redis_replicas not set)" % DEFAULT_REDIS_REPLICAS,
+        )
+    return dict(
+        rf=DEFAULT_REPLICATION_FACTOR,
+        source="default %d (tactician_replication_factor%s not set)"
+        % (DEFAULT_REPLICATION_FACTOR, ", tactician_cassandra_replication_factor" if store == "cassandra" else ""),
+    )

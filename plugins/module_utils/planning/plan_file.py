@@ -20,15 +20,23 @@ A plan file is YAML (schema ``tactician.plan/v1``)::
     predicted: {ops, in_place_ops, gain_ops, gain_share}
     baselines: {default, static_optimized, naive, theoretical_best, in_place}   # ops over the lookahead
     reasons: [...]
-    approval: {approved: false, by, at}
+    approval: {approved: false, by, at}   # approved: {approved: true, by, at, digest} (see approve())
 
 The schema check names the field that is wrong. No secret ever reaches a plan file: a key that looks like one is
 refused before anything is written.
+
+The rules of approving and applying a plan are here too (the last section): its digest, approving and revoking,
+the checks of an approved plan, the decision of autotune's modes and the configuration record after a step is
+applied. The playbooks reach them through the lookup tactician.nosql.plan_file and the filters
+tactician.nosql.plan_gate and tactician.nosql.plan_applied; they write none of these rules themselves.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
+import json
+import math
 import os
 import tempfile
 
@@ -123,6 +131,7 @@ PLAN_SCHEMA = {
                 "approved": {"type": "boolean"},
                 "by": {"type": ["string", "null"]},
                 "at": {"type": ["string", "null"]},
+                "digest": {"type": ["string", "null"]},
             },
         },
     },
@@ -404,3 +413,339 @@ def summary(doc):
         lines.append("  baselines (ops over the lookahead): " + ", ".join(parts))
     lines.extend("  " + reason for reason in doc.get("reasons", []))
     return lines
+
+
+# ---------------------------------------------------------------- approval, and the decision to apply a plan
+# The one place of these rules: playbooks/autotune.yml and playbooks/rolling_reconfigure.yml use them through the
+# lookup tactician.nosql.plan_file and the filters plan_gate and plan_applied, the module plan_approval approves a
+# plan file with them, scripts/tactician_demo.py explains autotune's decisions with them.
+
+MODES = ("plan_only", "approve", "auto")
+"""autotune's modes (tactician_autotune_mode)."""
+APPROVAL_STATES = ("approved", "revoked")
+DIGEST_ALGORITHM = "sha256"
+_APPROVE_HOW = (
+    "read the plan, then approve it with the module tactician.nosql.plan_approval (state: approved, by: <who>)"
+    " or playbooks/approve_plan.yml"
+)
+
+
+def _mapping(doc, field="plan"):
+    if not isinstance(doc, dict):
+        raise PlanFileError("%s: %r is not a mapping (a plan document of schema %s)" % (field, doc, PLAN_SCHEMA_NAME))
+    return doc
+
+
+def canonical(doc):
+    """The text the digest is taken over: the plan without its approval block, JSON with sorted keys.
+
+    Independent of the file's layout (key order, quoting, comments): the same content gives the same text whether
+    it was read from YAML or came back from a module as JSON."""
+    content = {key: value for key, value in _mapping(doc).items() if key != "approval"}
+    return json.dumps(_plain(content), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def digest(doc):
+    """``sha256:<hex>`` of the plan's canonical content without its approval block (what an approval approved)."""
+    return "%s:%s" % (DIGEST_ALGORITHM, hashlib.sha256(canonical(doc).encode("utf-8")).hexdigest())
+
+
+def _who(by):
+    if not isinstance(by, str) or not by.strip():
+        raise PlanFileError("by: %r: give who approves the plan (a name such as jane.doe; not empty)" % (by,))
+    return by.strip()
+
+
+def _when(at):
+    """at as the plan files' UTC text: None is now; a datetime, a Unix time or ISO 8601 text."""
+    if at is None:
+        return stamp(_now())
+    if isinstance(at, bool):
+        raise PlanFileError("at: %r is not a time; give ISO 8601 such as 2026-11-22T10:20:00Z" % (at,))
+    if isinstance(at, (datetime.datetime, int, float)):
+        return stamp(at)
+    try:
+        moment = datetime.datetime.fromisoformat(str(at).strip())
+    except ValueError:
+        raise PlanFileError("at: %r is not a time; give ISO 8601 such as 2026-11-22T10:20:00Z" % (at,)) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return stamp(moment)
+
+
+def approval_state(doc):
+    """What the approval block says and whether it still holds: dict(approved, by, at, digest, content_digest,
+    digest_ok). digest is the recorded one (or None), content_digest the plan's now; digest_ok is None when no
+    digest was recorded."""
+    approval = _mapping(doc).get("approval") or {}
+    now = digest(doc)
+    recorded = approval.get("digest")
+    return dict(
+        approved=approval.get("approved") is True,
+        by=approval.get("by"),
+        at=approval.get("at"),
+        digest=recorded,
+        content_digest=now,
+        digest_ok=None if not recorded else recorded == now,
+    )
+
+
+def approve(doc, by, at=None):
+    """A copy of doc (validated, with steps) approved by by at at (default now), with the digest of its content.
+
+    The digest lets check_approved see a plan changed after it was approved."""
+    validate(_mapping(doc))
+    if not doc["steps"]:
+        raise PlanFileError("steps: the plan has none (it keeps the configuration in place): nothing to approve")
+    approved = dict(doc)
+    approved["approval"] = {"approved": True, "by": _who(by), "at": _when(at), "digest": digest(doc)}
+    return approved
+
+
+def revoke(doc):
+    """A copy of doc (validated) with the approval block of a plan nobody approved."""
+    validate(_mapping(doc))
+    revoked = dict(doc)
+    revoked["approval"] = {"approved": False, "by": None, "at": None}
+    return revoked
+
+
+def made_for(doc, current_configuration):
+    """The plan's current.configuration restricted to the keys of the configuration in place."""
+    planned = (_mapping(doc).get("current") or {}).get("configuration") or {}
+    current = _current(current_configuration)
+    return {key: planned[key] for key in current if key in planned}
+
+
+def _current(current_configuration):
+    if current_configuration is None:
+        return {}
+    if not isinstance(current_configuration, dict):
+        raise PlanFileError(
+            "current_configuration: %r is not a mapping of settings (the configuration in place)"
+            % (current_configuration,)
+        )
+    return current_configuration
+
+
+def _json(value):
+    return json.dumps(_plain(value), sort_keys=True, default=str)
+
+
+def check_approved(doc, current_configuration=None, source=None):
+    """doc (validated) when it may be applied as approved; PlanFileError naming what is wrong otherwise.
+
+    In this order: approval.approved is not true; the recorded digest is missing or is not the content's (the
+    plan changed after it was approved: approve it again); the plan has no steps; it was made for another
+    configuration than the one in place (its current.configuration restricted to the keys of
+    current_configuration is not equal to it: plan again). source names where current_configuration came from
+    (a file, a variable) in that message."""
+    validate(_mapping(doc))
+    state = approval_state(doc)
+    if not state["approved"]:
+        raise PlanFileError("approval.approved is not true: nobody approved this plan; %s" % _APPROVE_HOW)
+    who = "by %s at %s" % (state["by"] or "(nobody named)", state["at"] or "(no time)")
+    if not state["digest"]:
+        raise PlanFileError(
+            "approval.digest: missing: the approval (%s) does not record which content was approved (edited by hand?);"
+            " %s" % (who, _APPROVE_HOW)
+        )
+    if not state["digest_ok"]:
+        raise PlanFileError(
+            "approval.digest: the plan changed after it was approved %s (approved %s, the content now %s): read it"
+            " again and approve it again" % (who, state["digest"], state["content_digest"])
+        )
+    if not doc["steps"]:
+        raise PlanFileError("steps: the plan has none (it keeps the configuration in place): nothing to apply")
+    current = _current(current_configuration)
+    planned = made_for(doc, current)
+    if planned != current:
+        raise PlanFileError(
+            "current.configuration: the plan was made for %s but the configuration in place%s is %s: plan again"
+            % (_json(planned), " (%s)" % source if source else "", _json(current))
+        )
+    return doc
+
+
+def _step_s(step_s):
+    try:
+        value = float(step_s)
+    except (TypeError, ValueError):
+        value = None
+    if isinstance(step_s, bool) or value is None or not 0 < value < float("inf"):
+        raise PlanFileError(
+            "step_s: %r is not a number of seconds > 0 (the decision step, tactician_autotune_step_s)" % (step_s,)
+        )
+    return value
+
+
+def _min_gain(min_gain):
+    try:
+        value = float(min_gain)
+    except (TypeError, ValueError):
+        value = None
+    if value is None or isinstance(min_gain, bool) or math.isnan(value):
+        raise PlanFileError(
+            "min_gain: %r is not a number; give the least predicted gain share to apply, such as 0.05 for 5 %%"
+            % (min_gain,)
+        )
+    return value
+
+
+def step_due_now(doc, step_s):
+    """The index of the step due now, or None: the first step when its offset_s is less than one decision step.
+
+    Steps are in time order (validate), so when the first one is not due, none is."""
+    step_s = _step_s(step_s)
+    steps = _mapping(doc).get("steps") or []
+    if steps and float(steps[0]["offset_s"]) < step_s:
+        return 0
+    return None
+
+
+def check_step(doc, step):
+    """step as the index of one of doc's steps; PlanFileError naming the allowed range otherwise."""
+    steps = _mapping(doc).get("steps") or []
+    index = None
+    if isinstance(step, bool):
+        index = None
+    elif isinstance(step, int):
+        index = step
+    elif isinstance(step, float) and step.is_integer():
+        index = int(step)
+    elif isinstance(step, str) and step.strip().isdigit():
+        index = int(step)
+    if index is None:
+        raise PlanFileError("step: %r is not the index of a step (0, 1, ...)" % (step,))
+    if not steps:
+        raise PlanFileError("step: %r: the plan has no steps (it keeps the configuration in place)" % (step,))
+    if not 0 <= index < len(steps):
+        raise PlanFileError(
+            "step: %r is not a step of the plan; allowed: 0 to %d (it has %d)" % (step, len(steps) - 1, len(steps))
+        )
+    return index
+
+
+def _decision(apply, step, reason, doc):
+    return {"apply": apply, "step": step, "reason": reason, "digest": digest(doc)}
+
+
+def gate(doc, mode, min_gain, step_s, current=None, source=None):
+    """Whether autotune applies a plan now: dict(apply, step, reason, digest).
+
+    mode plan_only: never (a person reads the plan first). approve: step 0, at once, when check_approved passes
+    (current: the configuration in place, source: where it came from); else reason is check_approved's message.
+    auto: the step due now (step_due_now) when the plan's predicted.gain_share is at least min_gain. reason says
+    why, or why not, for a person; digest is the plan's content digest (rolling_reconfigure.yml checks the plan file
+    it rolls still has it)."""
+    if mode not in MODES:
+        raise PlanFileError("mode: %r is not allowed; choose one of %s" % (mode, ", ".join(MODES)))
+    min_gain = _min_gain(min_gain)
+    step_s = _step_s(step_s)
+    validate(_mapping(doc))
+    steps = doc["steps"]
+    if mode == "plan_only":
+        return _decision(
+            False,
+            None,
+            "mode plan_only: the plan (%d switch(es)) is for a person to read and approve; nothing is applied"
+            % len(steps),
+            doc,
+        )
+    if mode == "approve":
+        try:
+            check_approved(doc, current, source)
+        except PlanFileError as exc:
+            return _decision(False, None, "not applied: %s" % exc, doc)
+        approval = doc["approval"]
+        return _decision(
+            True,
+            0,
+            "approved by %s at %s: step 0 (planned for %s, +%d s) is applied now"
+            % (approval.get("by"), approval.get("at"), steps[0]["at"], int(steps[0]["offset_s"])),
+            doc,
+        )
+    if not steps:
+        return _decision(False, None, "nothing to apply: the plan keeps the configuration in place", doc)
+    due = step_due_now(doc, step_s)
+    if due is None:
+        return _decision(
+            False,
+            None,
+            "not due yet: the first switch is in %d s (at %s), not within this decision step of %g s; a later run"
+            " decides" % (int(steps[0]["offset_s"]), steps[0]["at"], step_s),
+            doc,
+        )
+    gain = float((doc.get("predicted") or {}).get("gain_share") or 0.0)
+    if gain < min_gain:
+        return _decision(
+            False,
+            None,
+            "gain under the threshold: %+.1f %% < %.1f %% (the predicted gain over the lookahead against min_gain)"
+            % (100.0 * gain, 100.0 * min_gain),
+            doc,
+        )
+    return _decision(
+        True,
+        due,
+        "step %d is due now (+%d s, within the decision step of %g s) and the predicted gain over the lookahead is"
+        " %+.1f %% >= %.1f %%" % (due, int(steps[due]["offset_s"]), step_s, 100.0 * gain, 100.0 * min_gain),
+        doc,
+    )
+
+
+def applied_configuration(doc, step, current=None):
+    """The whole configuration in place once step is applied: its full_configuration, else current with the
+    step's configuration over it."""
+    index = check_step(doc, step)
+    entry = doc["steps"][index]
+    if entry.get("full_configuration") is not None:
+        return dict(entry["full_configuration"])
+    configuration = dict(_current(current))
+    configuration.update(entry["configuration"])
+    return configuration
+
+
+def applied_record(doc, step_index, current, cluster=None, plan=None, at=None):
+    """The record autotune keeps after applying step_index (<plans>/<cluster>-applied.yml; the next run plans from
+    its configuration): dict(cluster, plan, applied, configuration). cluster defaults to the plan's cluster.name,
+    plan is the plan file's path, at the time it was applied (default now)."""
+    configuration = applied_configuration(doc, step_index, current)
+    return {
+        "cluster": cluster if cluster is not None else (doc.get("cluster") or {}).get("name"),
+        "plan": plan,
+        "applied": _when(at),
+        "configuration": configuration,
+    }
+
+
+def set_approval(path, state, by=None, at=None, check_mode=False):
+    """Approve or revoke the plan file at path; what the module plan_approval does.
+
+    Idempotent: approved stays as it is when it is approved by the same person and its digest still matches the
+    content; revoked when it is not approved. Returns dict(changed, path, approval (after), before (the approval
+    block before), digest (the content's), summary (the plan's lines for a person)); writes only when changed and
+    not check_mode."""
+    if state not in APPROVAL_STATES:
+        raise PlanFileError("state: %r is not allowed; choose one of %s" % (state, ", ".join(APPROVAL_STATES)))
+    if state == "approved" and by is None:
+        raise PlanFileError("by: required with state approved (who approves the plan)")
+    doc = load_plan(path)
+    before = dict(doc.get("approval") or {})
+    held = approval_state(doc)
+    if state == "approved":
+        unchanged = held["approved"] and held["digest_ok"] and held["by"] == _who(by)
+        after = doc if unchanged else approve(doc, by, at)
+    else:
+        unchanged = not held["approved"]
+        after = doc if unchanged else revoke(doc)
+    if not unchanged and not check_mode:
+        save_plan(path, after)
+    return dict(
+        changed=not unchanged,
+        path=path,
+        approval=dict(after.get("approval") or {}),
+        before=before,
+        digest=held["content_digest"],
+        summary=summary(after),
+    )
