@@ -13,9 +13,15 @@ of its own input that led there): then it raises its own error ``from`` the lowe
 
 from __future__ import annotations
 
+import contextlib
+
 
 class TacticianError(Exception):
     """Root of every error the collection's engine raises on purpose."""
+
+    def report(self):
+        """What a module's failure result carries beside the message (the commands that ran, a node's steps...)."""
+        return {}
 
 
 class CoreError(TacticianError):
@@ -48,6 +54,20 @@ class ApplyError(TacticianError):
 
 class TrialError(TacticianError):
     """trials/: a load run or a calibration run on live servers."""
+
+
+@contextlib.contextmanager
+def reported_as(error, what, with_type=False):
+    """Inside the block, an exception that is not a TacticianError (a driver's, the operating system's) becomes
+    error("<what>: <text>") chained to it, so that a module ends in one ``except TacticianError``; with_type puts
+    the exception's class name before its text."""
+    try:
+        yield
+    except TacticianError:
+        raise
+    except Exception as exc:
+        text = "%s: %s" % (type(exc).__name__, exc) if with_type else str(exc)
+        raise error("%s: %s" % (what, text)) from exc
 
 
 LAYERS = {

@@ -46,3 +46,8 @@ def exit_health(module, store, report, summary):
     if not report["healthy"] and module.params["fail_when_unhealthy"]:
         module.fail_json(msg="%s cluster not healthy: %s" % (store, "; ".join(report["problems"])), **result)
     module.exit_json(**result)
+
+
+def fail(module, exc, **result):
+    """End a module on an engine error: its message as it is, result, and what the error carries (exc.report())."""
+    module.fail_json(msg=str(exc), **dict(result, **exc.report()))

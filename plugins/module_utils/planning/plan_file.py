@@ -40,14 +40,12 @@ import math
 import os
 import tempfile
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import imports
 from ansible_collections.tactician.nosql.plugins.module_utils.core import schema as core_schema
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.secrets import check_no_secrets
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - the collection requires PyYAML; the check is for a clear error
-    yaml = None
+yaml = imports.optional("yaml")  # a requirement of the collection; dumps and load_plan say so without it
 
 PLAN_SCHEMA_NAME = "tactician.plan/v1"
 STORES = ("cassandra", "redis", "mongodb")
