@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from ansible.errors import AnsibleLookupError
+from testlib import ROOT
 
 from ansible_collections.tactician.nosql.plugins.lookup.rolling_batch import rolling_batch
 from ansible_collections.tactician.nosql.plugins.module_utils.core.replication import (
@@ -373,7 +374,7 @@ def test_lookup_plugin_through_the_loader():
             _variables={"hostvars": {"r1": {"tactician_redis_replicas": 1}}, "tactician_replication_factor": "3"},
         ),
     ]
-    collections = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), ".collections")
+    collections = os.path.join(ROOT, ".collections")
     done = subprocess.run(
         [sys.executable, "-c", _LOOKUP_SCRIPT, collections, json.dumps(calls)],
         capture_output=True,

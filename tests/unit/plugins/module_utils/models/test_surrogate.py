@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+from testlib import ROOT
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sur
@@ -26,7 +27,6 @@ from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate_f
     SurrogateError,
 )
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HW = {"vcpu": 8, "ram_gb": 16, "heap_mb": 4096}
 SMALL_HW = {"vcpu": 2, "ram_gb": 4, "heap_mb": 1024}
 TUNED = [

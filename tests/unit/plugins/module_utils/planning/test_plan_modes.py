@@ -9,6 +9,7 @@ import os
 
 import pytest
 import yaml
+from testlib import ROOT
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
@@ -21,7 +22,6 @@ from ansible_collections.tactician.nosql.plugins.module_utils.planning import (
 )
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(ROOT, "catalog", "models", "cassandra-bench.json")
 CATALOG = Catalog.for_store("cassandra").to_dict()
 BASE = {"requestdistribution": "zipfian", "records": 20000, "threads": 32}

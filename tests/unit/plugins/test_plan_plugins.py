@@ -12,7 +12,8 @@ import sys
 
 import pytest
 from ansible.errors import AnsibleFilterError, AnsibleLookupError
-from test_plan_file import CURRENT, _plan
+from testlib import CURRENT, ROOT
+from testlib import example_plan as _plan
 
 from ansible_collections.tactician.nosql.plugins.filter.plan_applied import plan_applied
 from ansible_collections.tactician.nosql.plugins.filter.plan_gate import plan_gate
@@ -20,7 +21,6 @@ from ansible_collections.tactician.nosql.plugins.lookup.plan_file import read_pl
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 from ansible_collections.tactician.nosql.plugins.plugin_utils.plain import plain
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTIONS = os.path.join(ROOT, ".collections")
 
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 import importlib.util
 import os
 
-from test_plan_file import _plan
+from testlib import ROOT
+from testlib import example_plan as _plan
 
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 
-_PATH = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts", "tactician_demo.py"
-)
+_PATH = os.path.join(ROOT, "scripts", "tactician_demo.py")
 _SPEC = importlib.util.spec_from_file_location("tactician_demo", _PATH)
 demo = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(demo)

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from ansible.errors import AnsibleLookupError
+from testlib import ROOT
 
 from ansible_collections.tactician.nosql.plugins.lookup import catalog as catalog_lookup_plugin
 from ansible_collections.tactician.nosql.plugins.lookup.catalog import catalog_lookup
@@ -19,7 +20,6 @@ from ansible_collections.tactician.nosql.plugins.module_utils.core import catalo
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "catalog")
 
 # Table 1 of the irace study (Cassandra 3.6 names) -> the Cassandra 5.0 catalog names.

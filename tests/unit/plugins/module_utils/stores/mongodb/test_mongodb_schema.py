@@ -20,12 +20,13 @@ import pytest
 import yaml
 from bson import json_util
 from pymongo.errors import OperationFailure
+from testlib import FIXTURES, ROOT
 
 from ansible_collections.tactician.nosql.plugins.doc_fragments.mongodb import ModuleDocFragment
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import schema
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "mongodb")
+FIXTURES = os.path.join(FIXTURES, "mongodb")
 SCHEMA_FIXTURES = os.path.join(FIXTURES, "schema")
 
 
@@ -765,7 +766,7 @@ def test_module_arguments_match_their_documentation(name, monkeypatch):
 
 
 def test_the_engine_imports_no_driver_of_its_own():
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "plugins", "module_utils")
+    path = os.path.join(ROOT, "plugins", "module_utils")
     with open(os.path.join(path, "stores", "mongodb", "schema.py"), encoding="utf-8") as handle:
         source = handle.read()
     assert not re.search(r"^\s*(import|from)\s+(pymongo|bson)\b", source, re.MULTILINE)

@@ -4,13 +4,14 @@ import json
 import os
 
 import pytest
+from testlib import FIXTURES
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import observer as observe
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "mongodb")
+FIXTURES = os.path.join(FIXTURES, "mongodb")
 
 
 class Clock:

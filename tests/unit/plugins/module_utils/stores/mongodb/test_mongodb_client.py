@@ -14,11 +14,12 @@ import yaml
 from bson import json_util
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure, ServerSelectionTimeoutError
+from testlib import FIXTURES
 
 from ansible_collections.tactician.nosql.plugins.doc_fragments.mongodb import ModuleDocFragment
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "mongodb")
+FIXTURES = os.path.join(FIXTURES, "mongodb")
 
 # Every recorded reply and the fields of it the collection relies on (dotted paths).
 RECORDED = {

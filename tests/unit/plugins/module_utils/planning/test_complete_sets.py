@@ -9,12 +9,11 @@ import random
 
 import numpy as np
 import pytest
+from testlib import ROOT
 
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import vm_types
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _covers(sets, replicas):

@@ -11,8 +11,9 @@ import os
 import sys
 
 import pytest
+from testlib import ROOT
 
-BENCHMARKS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "benchmarks")
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
 if BENCHMARKS not in sys.path:
     sys.path.insert(0, BENCHMARKS)
 

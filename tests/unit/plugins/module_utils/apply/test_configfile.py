@@ -10,12 +10,13 @@ import subprocess
 import sys
 
 import pytest
+from testlib import FIXTURES, ROOT
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import config_base, config_redis, config_yaml
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import configfile as cf
 from ansible_collections.tactician.nosql.plugins.module_utils.core.files import config_digest
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "configfile")
+FIXTURES = os.path.join(FIXTURES, "configfile")
 
 
 def fixture(name):
@@ -751,16 +752,14 @@ def test_kept_report_names_the_conflicts():
     }
 
 
-MODULE = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "plugins", "modules", "config_file.py"
-)
+MODULE = os.path.join(ROOT, "plugins", "modules", "config_file.py")
 
 
 def run_module(tmp_path, args):
     """Run the module as Ansible does (a JSON file of arguments) and return its JSON result."""
     args_file = tmp_path / "args.json"
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    collections = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), ".collections")
+    collections = os.path.join(ROOT, ".collections")
     env = dict(os.environ, PYTHONPATH=collections)
     process = subprocess.run(
         [sys.executable, MODULE, str(args_file)], capture_output=True, text=True, env=env, check=False

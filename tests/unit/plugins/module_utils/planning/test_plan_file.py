@@ -11,51 +11,11 @@ import os
 
 import pytest
 import yaml
+from testlib import CURRENT
+from testlib import example_plan as _plan
 
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 from ansible_collections.tactician.nosql.plugins.module_utils.planning.plan_file import PlanFileError
-
-CURRENT = {"concurrent_reads": 32, "concurrent_writes": 32}
-
-
-def _body(offset_s=0.0, gain_share=0.111, steps=1):
-    step = {
-        "offset_s": offset_s,
-        "configuration": {"concurrent_reads": 64},
-        "full_configuration": {"concurrent_reads": 64, "concurrent_writes": 32},
-        "restart": False,
-        "roll_s": 12.5,
-        "predicted": {
-            "ops_per_s_before": 1000.0,
-            "ops_per_s_after": 1200.0,
-            "cost_ops": 0.0,
-            "gain_ops": 1.5e5,
-            "break_even_s": 0.0,
-            "kept_s": 600.0,
-        },
-        "reason": "from +0 s: the reads gain from more concurrent reads",
-    }
-    second = dict(step, offset_s=offset_s + 600.0, configuration={"concurrent_writes": 64}, full_configuration=None)
-    second.pop("full_configuration")
-    return {
-        "steps": [step, second][:steps],
-        "predicted": {"ops": 2.0e6, "in_place_ops": 1.8e6, "gain_ops": 2.0e5, "gain_share": gain_share},
-        "baselines": {"default": 1.7e6, "in_place": 1.8e6},
-        "reasons": ["a read-heavy phase comes"],
-    }
-
-
-def _plan(**kwargs):
-    return planfile.build(
-        _body(**kwargs),
-        "cassandra",
-        1_800_000_000,
-        "5.0.9",
-        {"name": "lab", "cl": "ONE", "nodes": ["a", "b", "c"], "rf": 3},
-        {"file": "m.json"},
-        CURRENT,
-        lookahead={"step_s": 30, "seconds": 1800},
-    )
 
 
 @pytest.fixture
