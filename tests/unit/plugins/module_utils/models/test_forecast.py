@@ -1,6 +1,6 @@
 # Copyright: Tactician maintainers
 # Apache License 2.0 (see LICENSE)
-"""Unit tests of the workload forecasting engine (plugins/module_utils/forecast.py)."""
+"""Unit tests of the workload forecasting engine (plugins/module_utils/models/forecast.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unit tests of the MongoDB adapter (plugins/module_utils/mongodb.py) without a server.
+"""Unit tests of the MongoDB adapter (plugins/module_utils/stores/mongodb/client.py) without a server.
 
 client_kwargs is checked against pymongo itself (MongoClient(connect=False) validates every option);
 server_facts runs against a fake client that replays the recorded replies in tests/fixtures/mongodb.

@@ -1,6 +1,6 @@
 # Copyright: Tactician maintainers
 # Apache License 2.0 (see LICENSE)
-"""Unit tests of the index and sharding tactics (plugins/module_utils/mongodb_schema.py) without a server.
+"""Unit tests of the index and sharding tactics (plugins/module_utils/stores/mongodb/schema.py) without a server.
 
 A fake client plays a MongoDB 8.0 server: it answers from the recorded replies in tests/fixtures/mongodb/schema
 (shaped after the manual, not captured) and keeps the indexes and the sharding catalog the commands change,
