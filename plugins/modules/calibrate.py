@@ -179,8 +179,10 @@ cache:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import (
     any_store_argument_spec,
+    fail,
     fail_imports,
 )
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
@@ -291,8 +293,8 @@ def main():
             module.exit_json(changed=True, points=points, progress=lines)
         finally:
             meter.close()
-    except (calibrate.CalibrationError, meter_mod.MeterError) as exc:
-        module.fail_json(msg=str(exc), progress=lines)
+    except TacticianError as exc:
+        fail(module, exc, progress=lines)
 
 
 def load_params_with_load(load_params, records):

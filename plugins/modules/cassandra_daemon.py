@@ -167,10 +167,10 @@ timings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.process import ProcessError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.daemon import cassandra_daemon
-from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import CassandraServerError
-from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import STATES, DaemonError
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import STATES
 
 
 def main():
@@ -203,8 +203,8 @@ def main():
     )
     try:
         result = cassandra_daemon(module.params, module.check_mode)
-    except (DaemonError, ProcessError, CassandraServerError) as exc:
-        module.fail_json(msg=str(exc))
+    except TacticianError as exc:
+        fail(module, exc)
     for warning in result.pop("warnings"):
         module.warn(warning)
     module.exit_json(**result)

@@ -122,7 +122,8 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import exit_health, fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import exit_health, fail, fail_imports
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import health as cassandra_cluster
 
@@ -158,7 +159,10 @@ def main():
     )
     if module.params["check_cql"]:
         fail_imports(module, cql.missing_libraries())
-    report = cassandra_cluster.wait_healthy(module.params, module.params["nodes"], module.params["wait_timeout"])
+    try:
+        report = cassandra_cluster.wait_healthy(module.params, module.params["nodes"], module.params["wait_timeout"])
+    except TacticianError as exc:
+        fail(module, exc)
     exit_health(
         module, "Cassandra", report, cassandra_cluster.summary(report["healthy"], report["problems"], report["views"])
     )

@@ -151,7 +151,9 @@ waited:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail, fail_imports, with_diff
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import indexes, schema
 
@@ -184,41 +186,40 @@ def main():
     cluster = None
     result = None
     try:
-        # Bad input fails here, before any connection.
-        schema.check_name(params["keyspace"], "keyspace")
-        schema.check_table_name(params["name"], "name")
-        sai = True
-        if params["state"] == "present":
-            schema.check_table_name(params["table"], "table")
-            indexes.index_target(params["column"], params["target"])
-            class_name, _using = indexes.index_class(params["using"])
-            sai = class_name == indexes.SAI_CLASS
-        if params["wait_timeout"] < 0:
-            raise cql.CassandraError("wait_timeout: %r is not allowed; give seconds >= 0" % params["wait_timeout"])
-        cluster, session = cql.connect(params)
-        result = indexes.ensure_index(
-            session,
-            params["keyspace"],
-            params["table"],
-            params["name"],
-            state=params["state"],
-            column=params["column"],
-            target=params["target"],
-            using=params["using"],
-            options=params["options"],
-            recreate=params["recreate"],
-            check_mode=module.check_mode,
-        )
-        if params["wait_built"] and params["state"] == "present" and not module.check_mode:
-            result.update(
-                indexes.wait_index_built(
-                    session, params["keyspace"], params["name"].lower(), sai, params["wait_timeout"]
-                )
+        with errors.reported_as(cql.CassandraError, "CQL error on index %s" % label, with_type=True):
+            # Bad input fails here, before any connection.
+            schema.check_name(params["keyspace"], "keyspace")
+            schema.check_table_name(params["name"], "name")
+            sai = True
+            if params["state"] == "present":
+                schema.check_table_name(params["table"], "table")
+                indexes.index_target(params["column"], params["target"])
+                class_name, _using = indexes.index_class(params["using"])
+                sai = class_name == indexes.SAI_CLASS
+            if params["wait_timeout"] < 0:
+                raise cql.CassandraError("wait_timeout: %r is not allowed; give seconds >= 0" % params["wait_timeout"])
+            cluster, session = cql.connect(params)
+            result = indexes.ensure_index(
+                session,
+                params["keyspace"],
+                params["table"],
+                params["name"],
+                state=params["state"],
+                column=params["column"],
+                target=params["target"],
+                using=params["using"],
+                options=params["options"],
+                recreate=params["recreate"],
+                check_mode=module.check_mode,
             )
-    except cql.CassandraError as exc:
-        module.fail_json(msg=str(exc))
-    except Exception as exc:  # driver errors: report, never a traceback
-        module.fail_json(msg="CQL error on index %s: %s: %s" % (label, type(exc).__name__, exc))
+            if params["wait_built"] and params["state"] == "present" and not module.check_mode:
+                result.update(
+                    indexes.wait_index_built(
+                        session, params["keyspace"], params["name"].lower(), sai, params["wait_timeout"]
+                    )
+                )
+    except TacticianError as exc:
+        fail(module, exc)
     finally:
         if cluster is not None:
             cluster.shutdown()

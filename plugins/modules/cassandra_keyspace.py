@@ -76,7 +76,9 @@ queries:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail, fail_imports, with_diff
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 
 
@@ -99,19 +101,18 @@ def main():
     params = module.params
     cluster = None
     try:
-        replication = None
-        if params["state"] == "present":
-            replication = cql.wanted_replication(
-                params["replication_class"], params["replication_factor"], params["data_centers"]
+        with errors.reported_as(cql.CassandraError, "CQL error on keyspace %s" % params["name"]):
+            replication = None
+            if params["state"] == "present":
+                replication = cql.wanted_replication(
+                    params["replication_class"], params["replication_factor"], params["data_centers"]
+                )
+            cluster, session = cql.connect(params)
+            result = cql.ensure_keyspace(
+                session, params["name"], params["state"], replication, params["durable_writes"], module.check_mode
             )
-        cluster, session = cql.connect(params)
-        result = cql.ensure_keyspace(
-            session, params["name"], params["state"], replication, params["durable_writes"], module.check_mode
-        )
-    except cql.CassandraError as exc:
-        module.fail_json(msg=str(exc))
-    except Exception as exc:  # driver errors: report, never a traceback
-        module.fail_json(msg="CQL error on keyspace %s: %s" % (params["name"], exc))
+    except TacticianError as exc:
+        fail(module, exc)
     finally:
         if cluster is not None:
             cluster.shutdown()

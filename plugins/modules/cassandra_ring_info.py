@@ -93,7 +93,9 @@ complete_sets:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail, fail_imports
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import complete_sets as hetero
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 
@@ -115,34 +117,35 @@ def main():
     names = {str(n["address"]): str(n.get("host") or n["address"]) for n in params["nodes"] or [] if n.get("address")}
     cluster = None
     try:
-        cluster, session = cql.connect(params)
-        tokens, centers = cql.token_ring(session)
-        found = cql.keyspace_replication(session, params["keyspace"])
-        if found is None:
-            module.fail_json(msg="keyspace: %s does not exist" % params["keyspace"])
-        replication = found["replication"]
-        rf = cql.replication_factor(replication, params["data_center"])
-        present = sorted(set(centers.values()))
-        center = params["data_center"]
-        if center is None and str(replication.get("class", "")).endswith("SimpleStrategy"):
-            if len(present) > 1:
-                module.fail_json(msg="data_center: the ring spans %s; name the one to plan for" % ", ".join(present))
-            center = present[0]
-        elif center is None:
-            center = next(k for k in replication if k != "class")
-        ring = {names.get(a, a): t for a, t in tokens.items() if centers.get(a) == center}
-        if not ring:
-            module.fail_json(msg="data_center: %r has no node; the ring has %s" % (center, ", ".join(present)))
-        if rf > len(ring):
-            module.fail_json(
-                msg="keyspace %s: replication factor %d exceeds the %d node(s) of %s"
-                % (params["keyspace"], rf, len(ring), center)
-            )
-        sets = hetero.complete_sets(hetero.cassandra_replicas(ring, rf), nodes=list(ring))
-    except (cql.CassandraError, hetero.HeteroError) as exc:
-        module.fail_json(msg=str(exc))
-    except Exception as exc:  # driver errors: report, never a traceback
-        module.fail_json(msg="CQL error reading the ring: %s" % exc)
+        with errors.reported_as(cql.CassandraError, "CQL error reading the ring"):
+            cluster, session = cql.connect(params)
+            tokens, centers = cql.token_ring(session)
+            found = cql.keyspace_replication(session, params["keyspace"])
+            if found is None:
+                module.fail_json(msg="keyspace: %s does not exist" % params["keyspace"])
+            replication = found["replication"]
+            rf = cql.replication_factor(replication, params["data_center"])
+            present = sorted(set(centers.values()))
+            center = params["data_center"]
+            if center is None and str(replication.get("class", "")).endswith("SimpleStrategy"):
+                if len(present) > 1:
+                    module.fail_json(
+                        msg="data_center: the ring spans %s; name the one to plan for" % ", ".join(present)
+                    )
+                center = present[0]
+            elif center is None:
+                center = next(k for k in replication if k != "class")
+            ring = {names.get(a, a): t for a, t in tokens.items() if centers.get(a) == center}
+            if not ring:
+                module.fail_json(msg="data_center: %r has no node; the ring has %s" % (center, ", ".join(present)))
+            if rf > len(ring):
+                module.fail_json(
+                    msg="keyspace %s: replication factor %d exceeds the %d node(s) of %s"
+                    % (params["keyspace"], rf, len(ring), center)
+                )
+            sets = hetero.complete_sets(hetero.cassandra_replicas(ring, rf), nodes=list(ring))
+    except TacticianError as exc:
+        fail(module, exc)
     finally:
         if cluster is not None:
             cluster.shutdown()

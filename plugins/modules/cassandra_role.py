@@ -96,7 +96,9 @@ connected_as:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail, fail_imports, with_diff
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.roles import ensure_role
 
@@ -123,29 +125,28 @@ def main():
     cluster = None
     connected_as = params["login_user"]
     try:
-        try:
-            cluster, session = cql.connect(params)
-        except cql.CassandraError:
-            if not params["bootstrap_user"]:
-                raise
-            connected_as = params["bootstrap_user"]
-            cluster, session = cql.connect(
-                dict(params, login_user=params["bootstrap_user"], login_password=params["bootstrap_password"])
+        with errors.reported_as(cql.CassandraError, "CQL error on role %s" % params["name"]):
+            try:
+                cluster, session = cql.connect(params)
+            except cql.CassandraError:
+                if not params["bootstrap_user"]:
+                    raise
+                connected_as = params["bootstrap_user"]
+                cluster, session = cql.connect(
+                    dict(params, login_user=params["bootstrap_user"], login_password=params["bootstrap_password"])
+                )
+            result = ensure_role(
+                session,
+                params["name"],
+                params["state"],
+                params["password"],
+                params["login"],
+                params["superuser"],
+                params["update_password"],
+                module.check_mode,
             )
-        result = ensure_role(
-            session,
-            params["name"],
-            params["state"],
-            params["password"],
-            params["login"],
-            params["superuser"],
-            params["update_password"],
-            module.check_mode,
-        )
-    except cql.CassandraError as exc:
-        module.fail_json(msg=str(exc))
-    except Exception as exc:  # driver errors: report, never a traceback
-        module.fail_json(msg="CQL error on role %s: %s" % (params["name"], exc))
+    except TacticianError as exc:
+        fail(module, exc)
     finally:
         if cluster is not None:
             cluster.shutdown()

@@ -173,7 +173,9 @@ options:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail, fail_imports, with_diff
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import schema, tables
 
@@ -205,30 +207,29 @@ def main():
     cluster = None
     result = None
     try:
-        # Bad input fails here, before any connection.
-        options = tables.wanted_table_options(**{option: params[option] for option in tables.TABLE_OPTIONS})
-        schema.check_name(params["keyspace"], "keyspace")
-        schema.check_table_name(params["name"], "name")
-        if params["columns"] is not None:
-            tables.wanted_columns(params["columns"], params["primary_key"], params["clustering_order"])
-        cluster, session = cql.connect(params)
-        result = tables.ensure_table(
-            session,
-            params["keyspace"],
-            params["name"],
-            state=params["state"],
-            options=options,
-            columns=params["columns"],
-            primary_key=params["primary_key"],
-            clustering_order=params["clustering_order"],
-            check_mode=module.check_mode,
-        )
-    except cql.CassandraError as exc:
-        module.fail_json(msg=str(exc))
-    except Exception as exc:  # driver errors: report, never a traceback
-        module.fail_json(
-            msg="CQL error on table %s.%s: %s: %s" % (params["keyspace"], params["name"], type(exc).__name__, exc)
-        )
+        with errors.reported_as(
+            cql.CassandraError, "CQL error on table %s.%s" % (params["keyspace"], params["name"]), with_type=True
+        ):
+            # Bad input fails here, before any connection.
+            options = tables.wanted_table_options(**{option: params[option] for option in tables.TABLE_OPTIONS})
+            schema.check_name(params["keyspace"], "keyspace")
+            schema.check_table_name(params["name"], "name")
+            if params["columns"] is not None:
+                tables.wanted_columns(params["columns"], params["primary_key"], params["clustering_order"])
+            cluster, session = cql.connect(params)
+            result = tables.ensure_table(
+                session,
+                params["keyspace"],
+                params["name"],
+                state=params["state"],
+                options=options,
+                columns=params["columns"],
+                primary_key=params["primary_key"],
+                clustering_order=params["clustering_order"],
+                check_mode=module.check_mode,
+            )
+    except TacticianError as exc:
+        fail(module, exc)
     finally:
         if cluster is not None:
             cluster.shutdown()

@@ -189,6 +189,8 @@ backup_file:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import config_base, configfile
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
 
 
@@ -219,36 +221,35 @@ def main():
         fail_imports(module, config_base.missing_libraries())
     path = params["path"]
     try:
-        tuned = {}
-        if params["keep_tuned"]:
-            tuned = configfile.read_tuned_state(path).get("settings", {})
-        keep = list(params["keep"]) + list(tuned)
-        remove = list(params["remove"])
-        if params["owned_keys_file"]:
-            remove += configfile.stale_owned_keys(params["owned_keys_file"], params["settings"], keep)
-        text = configfile.read_text(path)
-        kept = configfile.kept_report(
-            text, params["format"], params["settings"], params["remove"], params["keep"], tuned
-        )
-        result = configfile.edit_file(
-            path,
-            params["format"],
-            params["settings"],
-            remove=remove,
-            keep=keep,
-            header=params["header"],
-            create=params["create"],
-            check_mode=module.check_mode,
-            backup=params["backup"],
-            mode=params["mode"],
-        )
-        if params["owned_keys_file"]:
-            configfile.write_owned_keys(params["owned_keys_file"], params["settings"], module.check_mode)
-    except config_base.ConfigFileError as exc:
-        message = str(exc)
-        module.fail_json(msg=message if path in message else "%s: %s" % (path, message), path=path)
-    except Exception as exc:  # unexpected: report it, never a traceback
-        module.fail_json(msg="%s: cannot edit the file: %s" % (path, exc), path=path)
+        with errors.reported_as(config_base.ConfigFileError, "%s: cannot edit the file" % path):
+            tuned = {}
+            if params["keep_tuned"]:
+                tuned = configfile.read_tuned_state(path).get("settings", {})
+            keep = list(params["keep"]) + list(tuned)
+            remove = list(params["remove"])
+            if params["owned_keys_file"]:
+                remove += configfile.stale_owned_keys(params["owned_keys_file"], params["settings"], keep)
+            text = configfile.read_text(path)
+            kept = configfile.kept_report(
+                text, params["format"], params["settings"], params["remove"], params["keep"], tuned
+            )
+            result = configfile.edit_file(
+                path,
+                params["format"],
+                params["settings"],
+                remove=remove,
+                keep=keep,
+                header=params["header"],
+                create=params["create"],
+                check_mode=module.check_mode,
+                backup=params["backup"],
+                mode=params["mode"],
+            )
+            if params["owned_keys_file"]:
+                configfile.write_owned_keys(params["owned_keys_file"], params["settings"], module.check_mode)
+    except TacticianError as exc:
+        message = str(exc)  # the file's name leads, unless the engine's message has it already
+        module.fail_json(msg=message if path in message else "%s: %s" % (path, message), path=path, **exc.report())
     diff = result.pop("diff")
     result.update(path=path, kept=kept)
     if module._diff:

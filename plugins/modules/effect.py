@@ -100,6 +100,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
@@ -144,8 +146,8 @@ def main():
                     changed = effects.save(store, record)
             finally:
                 store.close()
-    except (effects.EffectError, planfile.PlanFileError, history_store.HistoryError) as exc:
-        module.fail_json(msg=str(exc))
+    except TacticianError as exc:
+        fail(module, exc)
     module.exit_json(changed=changed, effect=record, summary=effects.summary(record))
 
 

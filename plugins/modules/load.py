@@ -161,7 +161,8 @@ results:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import any_store_argument_spec
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import any_store_argument_spec, fail
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 
 
@@ -206,8 +207,8 @@ def main():
             results = loadrun.execute(module.params, plan)
         else:
             results = loadrun.execute_schedule(module.params, plan, schedule)
-    except loadrun.LoadError as exc:
-        module.fail_json(msg=str(exc))
+    except TacticianError as exc:
+        fail(module, exc)
     module.exit_json(changed=True, results=results, plan=plan)
 
 

@@ -187,6 +187,8 @@ try:
 except ImportError:  # PyYAML ships with ansible-core; JSON (which YAML readers accept) is the fallback
     yaml = None
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
 
@@ -322,8 +324,8 @@ def main():
             _fit(module, p)
         doc = modelstore.read_model(p["model_file"])
         module.exit_json(changed=False, kind=doc["kind"], metadata=doc["metadata"])
-    except (modeling.ModelingError, modelstore.ModelFileError) as exc:
-        module.fail_json(msg=str(exc))
+    except TacticianError as exc:
+        fail(module, exc)
 
 
 if __name__ == "__main__":

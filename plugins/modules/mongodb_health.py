@@ -53,6 +53,8 @@ server:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
 
@@ -68,11 +70,13 @@ def main():
     fail_imports(module, mongodb.missing_libraries())
     client = None
     try:
-        client = mongodb.connect(module.params)
-        server = mongodb.server_facts(client)
-    except (mongodb.MongoAdminError, mongodb.PyMongoError) as exc:
+        # The error is the verdict: its text alone is the result's error, the failure says what it means.
+        with errors.reported_as(mongodb.MongoAdminError, None):
+            client = mongodb.connect(module.params)
+            server = mongodb.server_facts(client)
+    except TacticianError as exc:
         if module.params["fail_when_unhealthy"]:
-            module.fail_json(msg="MongoDB server not healthy: %s" % exc, healthy=False)
+            module.fail_json(msg="MongoDB server not healthy: %s" % exc, healthy=False, **exc.report())
         module.exit_json(changed=False, healthy=False, error=str(exc))
     finally:
         if client is not None:

@@ -168,7 +168,9 @@ indexes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail, fail_imports, with_diff
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import schema as mongodb_schema
 
@@ -198,35 +200,36 @@ def main():
     target = "%s.%s" % (params["database"], params["collection"])
     client = None
     try:
-        if params["state"] == "present":
-            # Bad input fails before any connection is made.
-            mongodb_schema.wanted_index(
-                params["keys"],
-                params["name"],
-                params["unique"],
-                params["sparse"],
-                params["expire_after_seconds"],
-                params["partial_filter_expression"],
+        with errors.reported_as(
+            mongodb.MongoAdminError, "MongoDB error on the indexes of %s" % target, passing=mongodb_schema.SchemaError
+        ):
+            if params["state"] == "present":
+                # Bad input fails before any connection is made.
+                mongodb_schema.wanted_index(
+                    params["keys"],
+                    params["name"],
+                    params["unique"],
+                    params["sparse"],
+                    params["expire_after_seconds"],
+                    params["partial_filter_expression"],
+                )
+            client = mongodb.connect(params)
+            result = mongodb_schema.ensure_index(
+                client,
+                params["database"],
+                params["collection"],
+                state=params["state"],
+                keys=params["keys"],
+                name=params["name"],
+                unique=params["unique"],
+                sparse=params["sparse"],
+                expire_after_seconds=params["expire_after_seconds"],
+                partial_filter_expression=params["partial_filter_expression"],
+                recreate=params["recreate"],
+                check_mode=module.check_mode,
             )
-        client = mongodb.connect(params)
-        result = mongodb_schema.ensure_index(
-            client,
-            params["database"],
-            params["collection"],
-            state=params["state"],
-            keys=params["keys"],
-            name=params["name"],
-            unique=params["unique"],
-            sparse=params["sparse"],
-            expire_after_seconds=params["expire_after_seconds"],
-            partial_filter_expression=params["partial_filter_expression"],
-            recreate=params["recreate"],
-            check_mode=module.check_mode,
-        )
-    except mongodb_schema.SchemaError as exc:
-        module.fail_json(msg=str(exc), commands=exc.executed, changed=bool(exc.executed))
-    except (mongodb.MongoAdminError, mongodb.PyMongoError) as exc:
-        module.fail_json(msg="MongoDB error on the indexes of %s: %s" % (target, exc))
+    except TacticianError as exc:
+        fail(module, exc)
     finally:
         if client is not None:
             client.close()

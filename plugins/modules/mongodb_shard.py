@@ -98,7 +98,9 @@ sharding:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail, fail_imports, with_diff
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import schema as mongodb_schema
 
@@ -122,22 +124,23 @@ def main():
     target = "%s.%s" % (params["database"], params["collection"])
     client = None
     try:
-        # Bad input fails before any connection is made.
-        mongodb_schema.check_namespace(params["database"], params["collection"])
-        mongodb_schema.normalize_shard_key(params["key"])
-        client = mongodb.connect(params)
-        result = mongodb_schema.ensure_sharded(
-            client,
-            params["database"],
-            params["collection"],
-            params["key"],
-            unique=params["unique"],
-            check_mode=module.check_mode,
-        )
-    except mongodb_schema.SchemaError as exc:
-        module.fail_json(msg=str(exc), commands=exc.executed, changed=bool(exc.executed))
-    except (mongodb.MongoAdminError, mongodb.PyMongoError) as exc:
-        module.fail_json(msg="MongoDB error while sharding %s: %s" % (target, exc))
+        with errors.reported_as(
+            mongodb.MongoAdminError, "MongoDB error while sharding %s" % target, passing=mongodb_schema.SchemaError
+        ):
+            # Bad input fails before any connection is made.
+            mongodb_schema.check_namespace(params["database"], params["collection"])
+            mongodb_schema.normalize_shard_key(params["key"])
+            client = mongodb.connect(params)
+            result = mongodb_schema.ensure_sharded(
+                client,
+                params["database"],
+                params["collection"],
+                params["key"],
+                unique=params["unique"],
+                check_mode=module.check_mode,
+            )
+    except TacticianError as exc:
+        fail(module, exc)
     finally:
         if client is not None:
             client.close()

@@ -121,8 +121,11 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import (
     any_store_argument_spec,
+    fail,
     fail_imports,
 )
 from ansible_collections.tactician.nosql.plugins.module_utils.stores import probes as observe_stores
@@ -162,14 +165,16 @@ def main():
     fail_imports(module, observe_stores.missing_libraries(params["store"]))
     store = None
     try:
-        if params["history"] and not module.check_mode:
-            store = history_store.open_history(params["history"])
-        with observe_stores.Probes(params) as probes:
-            result = observe.observe(
-                probes, params["store"], params["cluster"], params["duration"], params["interval"], history=store
-            )
-    except (observe.ObserveError, history_store.HistoryError, ValueError) as exc:
-        module.fail_json(msg=str(exc))
+        # A node's address the client cannot parse raises a plain ValueError: its text alone, as always.
+        with errors.reported_as(observe.ObserveError, None):
+            if params["history"] and not module.check_mode:
+                store = history_store.open_history(params["history"])
+            with observe_stores.Probes(params) as probes:
+                result = observe.observe(
+                    probes, params["store"], params["cluster"], params["duration"], params["interval"], history=store
+                )
+    except TacticianError as exc:
+        fail(module, exc)
     finally:
         if store is not None:
             store.close()

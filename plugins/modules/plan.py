@@ -290,12 +290,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
-from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
-from ansible_collections.tactician.nosql.plugins.module_utils.models import predict
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError, TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import modes
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
-from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
 _VOLATILE = ("created", "timing")
 
@@ -367,47 +366,41 @@ def main():
     p = module.params
     started = time.monotonic()
     try:
-        context, options = modes.from_params(p, check_mode=module.check_mode)
-        doc = modes.make_plan_document(context, options)
-        summary = planfile.summary(doc)
-        learned = doc.get("timing", {}).get("learned_now", 0) if p["mode"] == "tactic" else 0
-        result = dict(
-            changed=bool(learned and p["advisor_state"]),
-            plan=doc,
-            summary=summary,
-            elapsed_s=round(time.monotonic() - started, 3),
-        )
-        if p["plan_file"]:
-            result["plan_file"] = p["plan_file"]
-            old = None
-            if os.path.exists(p["plan_file"]):
-                try:
-                    old = planfile.load_plan(p["plan_file"])
-                except planfile.PlanFileError:
-                    old = None
-            if _decisions(old) != _decisions(doc):
-                result["changed"] = True
-                if module._diff:
-                    result["diff"] = {
-                        "before": "\n".join(planfile.summary(old)) + "\n" if old else "",
-                        "after": "\n".join(summary) + "\n",
-                        "before_header": p["plan_file"],
-                        "after_header": p["plan_file"],
-                    }
-                if not module.check_mode:
-                    planfile.save_plan(p["plan_file"], doc)
-        module.exit_json(**result)
-    except (
-        PlanningError,
-        planfile.PlanFileError,
-        modelstore.ModelFileError,
-        predict.PredictError,
-        schedules.ScheduleError,
-        ValueError,
-    ) as exc:
-        module.fail_json(msg=str(exc))
-    except ImportError as exc:
-        module.fail_json(msg="a library the planner needs is missing: %s (install requirements.txt)" % exc)
+        # A value the engine converts without checking it first (a number given as text) raises a plain
+        # ValueError: its text alone, as always.
+        with errors.reported_as(PlanningError, None):
+            context, options = modes.from_params(p, check_mode=module.check_mode)
+            doc = modes.make_plan_document(context, options)
+            summary = planfile.summary(doc)
+            learned = doc.get("timing", {}).get("learned_now", 0) if p["mode"] == "tactic" else 0
+            result = dict(
+                changed=bool(learned and p["advisor_state"]),
+                plan=doc,
+                summary=summary,
+                elapsed_s=round(time.monotonic() - started, 3),
+            )
+            if p["plan_file"]:
+                result["plan_file"] = p["plan_file"]
+                old = None
+                if os.path.exists(p["plan_file"]):
+                    try:
+                        old = planfile.load_plan(p["plan_file"])
+                    except planfile.PlanFileError:
+                        old = None
+                if _decisions(old) != _decisions(doc):
+                    result["changed"] = True
+                    if module._diff:
+                        result["diff"] = {
+                            "before": "\n".join(planfile.summary(old)) + "\n" if old else "",
+                            "after": "\n".join(summary) + "\n",
+                            "before_header": p["plan_file"],
+                            "after_header": p["plan_file"],
+                        }
+                    if not module.check_mode:
+                        planfile.save_plan(p["plan_file"], doc)
+            module.exit_json(**result)
+    except TacticianError as exc:
+        fail(module, exc)
 
 
 if __name__ == "__main__":

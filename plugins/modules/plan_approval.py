@@ -99,8 +99,9 @@ path:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import with_diff
-from ansible_collections.tactician.nosql.plugins.module_utils.planning.plan_file import PlanFileError, set_approval
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.planning.plan_file import set_approval
 
 
 def main():
@@ -119,8 +120,8 @@ def main():
         result = set_approval(
             params["path"], params["state"], by=params["by"], at=params["at"], check_mode=module.check_mode
         )
-    except PlanFileError as exc:
-        module.fail_json(msg=str(exc))
+    except TacticianError as exc:
+        fail(module, exc)
     before = result.pop("before")
     result["diff"] = dict(before=before, after=result["approval"])
     with_diff(module, result)

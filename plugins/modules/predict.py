@@ -196,7 +196,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail
 from ansible_collections.tactician.nosql.plugins.module_utils.models import predict
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
@@ -303,15 +304,8 @@ def main():
             cluster_model_file=p["cluster_model_file"],
         )
         module.exit_json(changed=False, **result)
-    except (
-        predict.PredictError,
-        modelstore.ModelFileError,
-        history_store.HistoryError,
-        schedules.ScheduleError,
-    ) as exc:
-        module.fail_json(msg=str(exc))
-    except ImportError as exc:
-        module.fail_json(msg="a library the prediction needs is missing: %s (install requirements.txt)" % exc)
+    except TacticianError as exc:
+        fail(module, exc)
 
 
 if __name__ == "__main__":

@@ -175,6 +175,8 @@ result:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import irace, racing
 
 
@@ -261,10 +263,8 @@ def main():
         if p["action"] == "result" and pending:
             result = dict(result, note="the race has not finished; %d runs are pending" % result.get("pending", 0))
         module.exit_json(changed=False, done=not pending, pending=pending, result=result)
-    except (racing.RaceError, irace.IraceError) as exc:
-        module.fail_json(msg=str(exc))
-    except ImportError as exc:
-        module.fail_json(msg="a library the racing needs is missing: %s (install requirements.txt)" % exc)
+    except TacticianError as exc:
+        fail(module, exc)
 
 
 if __name__ == "__main__":

@@ -238,8 +238,10 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import node_base
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import node_step as reconfigure
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import nodes as reconfigure_stores
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ApplyError, TacticianError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import (
     any_store_argument_spec,
     fail_imports,
@@ -281,39 +283,42 @@ def main():
     )
     params = module.params
     fail_imports(module, reconfigure_stores.missing_libraries(params["store"]))
+    node = None
     try:
-        catalog = (
-            Catalog(params["catalog"])
-            if params["catalog"]
-            else Catalog.for_store(params["store"], params["catalog_version"])
-        )
-    except CatalogError as exc:
-        module.fail_json(msg="catalog of %s: %s" % (params["store"], exc))
-    if catalog.store != params["store"]:
-        module.fail_json(msg="catalog is for %s, not %s" % (catalog.store, params["store"]))
-    heap_mb = params["heap_mb"]
-    if heap_mb is None and params["store"] == "cassandra" and params["daemon"]:
-        heap_mb = node_base.size_mb(params["daemon"].get("heap_size") or "512M")
-    node = reconfigure_stores.node_for(params["store"], params, catalog)
-    try:
-        result = reconfigure.reconfigure(
-            node,
-            catalog,
-            params["settings"],
-            allow_restart=params["allow_restart"],
-            force_restart=params["force_restart"],
-            check_mode=module.check_mode,
-            verify=params["verify"],
-            rollback=params["rollback"],
-            memory_mb=params["memory_mb"] or node_base.memory_mb(),
-            heap_mb=heap_mb,
-        )
-    except reconfigure.ReconfigureError as exc:
-        module.fail_json(msg=str(exc), **_public(exc.result, module))
-    except Exception as exc:  # driver and process errors: a message, never a traceback
-        module.fail_json(msg="%s %s: %s" % (params["store"], params["address"], exc))
+        # An error of the catalog, and one on the node other than the step machine's own (which carries the steps
+        # done), names what it concerns: the store's catalog, or the store and the node's address.
+        with errors.reported_as(CatalogError, "catalog of %s" % params["store"], passing=()):
+            catalog = (
+                Catalog(params["catalog"])
+                if params["catalog"]
+                else Catalog.for_store(params["store"], params["catalog_version"])
+            )
+        if catalog.store != params["store"]:
+            module.fail_json(msg="catalog is for %s, not %s" % (catalog.store, params["store"]))
+        heap_mb = params["heap_mb"]
+        if heap_mb is None and params["store"] == "cassandra" and params["daemon"]:
+            heap_mb = node_base.size_mb(params["daemon"].get("heap_size") or "512M")
+        node = reconfigure_stores.node_for(params["store"], params, catalog)
+        with errors.reported_as(
+            ApplyError, "%s %s" % (params["store"], params["address"]), passing=reconfigure.ReconfigureError
+        ):
+            result = reconfigure.reconfigure(
+                node,
+                catalog,
+                params["settings"],
+                allow_restart=params["allow_restart"],
+                force_restart=params["force_restart"],
+                check_mode=module.check_mode,
+                verify=params["verify"],
+                rollback=params["rollback"],
+                memory_mb=params["memory_mb"] or node_base.memory_mb(),
+                heap_mb=heap_mb,
+            )
+    except TacticianError as exc:
+        module.fail_json(msg=str(exc), **_public(exc.report(), module))
     finally:
-        node.close()
+        if node is not None:
+            node.close()
     for warning in result.pop("warnings", []):
         module.warn(warning)
     module.exit_json(**_public(result, module))

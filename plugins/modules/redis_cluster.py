@@ -68,7 +68,8 @@ waited:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail, fail_imports
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
 
 
@@ -106,8 +107,8 @@ def main():
                 changed=changed,
             )
         layout = redis_adapter.cluster_layout(params, nodes)
-    except redis_adapter.RedisAdminError as exc:
-        module.fail_json(msg=str(exc))
+    except TacticianError as exc:
+        fail(module, exc)
     module.exit_json(changed=changed, layout=layout, views=report["views"], waited=report["waited"])
 
 

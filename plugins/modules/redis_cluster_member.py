@@ -192,7 +192,9 @@ predicted:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports, with_diff
+from ansible_collections.tactician.nosql.plugins.module_utils.core import errors
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail, fail_imports, with_diff
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import members
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import slots as redis_slots
@@ -213,11 +215,10 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     fail_imports(module, redis_adapter.missing_libraries())
     try:
-        result = members.ensure_member(module.params, check_mode=module.check_mode)
-    except redis_slots.TacticError as exc:
-        module.fail_json(msg=str(exc), **exc.details)
-    except Exception as exc:  # a client error the engine did not expect: report, never a traceback
-        module.fail_json(msg="redis_cluster_member on %s: %s" % (module.params["node"], exc))
+        with errors.reported_as(redis_slots.TacticError, "redis_cluster_member on %s" % module.params["node"]):
+            result = members.ensure_member(module.params, check_mode=module.check_mode)
+    except TacticianError as exc:
+        fail(module, exc)
     with_diff(module, result)
     if result["masters_without_replicas"] and module.params["state"] == "absent":
         module.warn(

@@ -92,8 +92,8 @@ timings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
-from ansible_collections.tactician.nosql.plugins.module_utils.core.process import ProcessError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail, fail_imports
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import STATES
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis.daemon import redis_daemon
@@ -116,8 +116,8 @@ def main():
     fail_imports(module, redis_adapter.missing_libraries())
     try:
         result = redis_daemon(module.params, module.check_mode)
-    except ProcessError as exc:
-        module.fail_json(msg=str(exc))
+    except TacticianError as exc:
+        fail(module, exc)
     result.pop("warnings")
     module.exit_json(**result)
 

@@ -78,7 +78,8 @@ summary:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import exit_health, fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import exit_health, fail, fail_imports
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
 
 
@@ -93,9 +94,15 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     fail_imports(module, redis_adapter.missing_libraries())
     params = module.params
-    report = redis_adapter.wait_healthy(
-        params, params["nodes"], params["wait_timeout"], expected_nodes=params["expected_nodes"] or len(params["nodes"])
-    )
+    try:
+        report = redis_adapter.wait_healthy(
+            params,
+            params["nodes"],
+            params["wait_timeout"],
+            expected_nodes=params["expected_nodes"] or len(params["nodes"]),
+        )
+    except TacticianError as exc:
+        fail(module, exc)
     exit_health(module, "Redis", report, redis_adapter.summary(report["healthy"], report["problems"], report["views"]))
 
 

@@ -99,7 +99,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail, fail_imports
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects, racing, report
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
@@ -230,14 +231,8 @@ def main():
             os.makedirs(p["out_dir"], exist_ok=True)
         sections, images = build(p, write)
         paths = report.write(p["out_dir"], p["title"], sections) if write else None
-    except (
-        report.ReportError,
-        planfile.PlanFileError,
-        racing.RaceError,
-        history_store.HistoryError,
-        effects.EffectError,
-    ) as exc:
-        module.fail_json(msg=str(exc))
+    except TacticianError as exc:
+        fail(module, exc)
     module.exit_json(
         changed=write,
         report={"markdown": paths[0], "html": paths[1]} if paths else None,

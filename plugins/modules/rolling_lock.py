@@ -124,12 +124,9 @@ path:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.tactician.nosql.plugins.module_utils.apply.lock import (
-    DEFAULT_TTL,
-    LockError,
-    RollingLock,
-    controller_pid,
-)
+from ansible_collections.tactician.nosql.plugins.module_utils.apply.lock import DEFAULT_TTL, RollingLock, controller_pid
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail
 
 
 def main():
@@ -162,8 +159,8 @@ def main():
             result = lock.acquire(run_id=params["run_id"], check_mode=module.check_mode, force=params["force"])
         else:
             result = lock.release(run_id=params["run_id"], force=params["force"], check_mode=module.check_mode)
-    except LockError as exc:
-        module.fail_json(msg=str(exc))
+    except TacticianError as exc:
+        fail(module, exc)
     if module._diff:
         result["diff"] = dict(before=before or {}, after=result["lock"] or {})
     module.exit_json(**result)

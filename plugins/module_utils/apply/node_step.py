@@ -27,6 +27,9 @@ class ReconfigureError(ApplyError):
         super().__init__(message)
         self.result = result or {}
 
+    def report(self):
+        return self.result
+
 
 def compare(catalog, wanted, current):
     """{name: {before, after, apply}} for every wanted setting whose live value differs."""

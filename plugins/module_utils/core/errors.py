@@ -57,17 +57,21 @@ class TrialError(TacticianError):
 
 
 @contextlib.contextmanager
-def reported_as(error, what, with_type=False):
+def reported_as(error, what, with_type=False, passing=TacticianError):
     """Inside the block, an exception that is not a TacticianError (a driver's, the operating system's) becomes
     error("<what>: <text>") chained to it, so that a module ends in one ``except TacticianError``; with_type puts
-    the exception's class name before its text."""
+    the exception's class name before its text, what=None leaves the text alone.
+
+    passing: the exception classes that leave the block as they are, every TacticianError unless told. A module
+    whose message has always named what it worked on for any error but its own gives a narrower one (its own
+    error class, or () for none): the engine's other errors then take the prefix too."""
     try:
         yield
-    except TacticianError:
+    except passing:
         raise
     except Exception as exc:
         text = "%s: %s" % (type(exc).__name__, exc) if with_type else str(exc)
-        raise error("%s: %s" % (what, text)) from exc
+        raise error(text if what is None else "%s: %s" % (what, text)) from exc
 
 
 LAYERS = {

@@ -38,6 +38,9 @@ class SchemaError(StoreError):
         super().__init__(message)
         self.executed = list(executed or [])
 
+    def report(self):
+        return {"commands": self.executed, "changed": bool(self.executed)}
+
 
 def _allowed(values):
     return ", ".join(str(value) for value in values)

@@ -36,6 +36,9 @@ class TacticError(StoreError):
         super().__init__(msg)
         self.details = details
 
+    def report(self):
+        return self.details
+
 
 def parse_slot_fields(fields):
     """The slot fields of one CLUSTER NODES line -> (owned slots sorted, {slot: node id it is migrating to},
