@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import time
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TrialError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TrialError, reported_as
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver, schedules, ycsb
 
 STORES = tuple(loaddriver.STORES)
@@ -105,18 +105,15 @@ def prepare(params, spec, reload):
         except cql.CassandraError as exc:
             raise LoadError("hosts: %s" % exc) from exc
         try:
-            cql.prepare_ycsb_table(
-                session,
-                params.get("keyspace") or "ycsb",
-                spec.table,
-                spec.fieldcount,
-                params.get("replication_factor") or 1,
-                truncate=reload,
-            )
-        except cql.CassandraError as exc:
-            raise LoadError(str(exc)) from exc
-        except Exception as exc:
-            raise LoadError("preparing the YCSB table on %s failed: %s" % (", ".join(params["hosts"]), exc)) from exc
+            with reported_as(LoadError, "preparing the YCSB table on %s failed" % ", ".join(params["hosts"])):
+                cql.prepare_ycsb_table(
+                    session,
+                    params.get("keyspace") or "ycsb",
+                    spec.table,
+                    spec.fieldcount,
+                    params.get("replication_factor") or 1,
+                    truncate=reload,
+                )
         finally:
             cluster.shutdown()
     elif store == "redis" and reload:
