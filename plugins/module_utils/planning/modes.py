@@ -132,7 +132,7 @@ class Mode:
         """value as this mode's options: its dataclass as is, a mapping of its fields, or None (the defaults)."""
         if value is None:
             return self.options()
-        if isinstance(value, self.options):
+        if isinstance(value, self.options):  # pylint: disable=isinstance-second-argument-not-valid-type  # a class
             return value
         if isinstance(value, dict):
             allowed = [f.name for f in dataclasses.fields(self.options)]
