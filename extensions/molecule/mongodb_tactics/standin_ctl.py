@@ -32,9 +32,11 @@ def _load(name, path):
     return module
 
 
-# The integration tests' launcher (jars, Java, the source file) and the collection's process helpers.
+# The integration tests' launcher (jars, Java, the source file) and the collection's process helpers (through the
+# checkout's collection link, which scripts/bootstrap.sh makes).
 standin = _load("tactician_mongodb_standin", os.path.join(ROOT, "tests", "mongodb_standin", "standin.py"))
-process = _load("tactician_process", os.path.join(ROOT, "plugins", "module_utils", "core", "process.py"))
+sys.path.insert(0, os.path.join(ROOT, ".collections"))
+from ansible_collections.tactician.nosql.plugins.module_utils.core import process  # noqa: E402
 
 
 def _paths(directory):
