@@ -116,6 +116,14 @@ EXPERIMENTS = (
         short=("--short", "--timing-repeats", "1"),
     ),
     Experiment(
+        "safety",
+        "plan_safety.py",
+        "Safe switching: the guarded controller against static-optimized on hard traces (drift, storms, flapping, "
+        "daily, MG-RAST-like) and the papers' ones",
+        "issue criteria; seed 001 (IRIS) lookahead from accuracy",
+        short=("--short", "--seeds", "1"),
+    ),
+    Experiment(
         "scale_out",
         "scale_out.py",
         "Scale-out: 4, 8, 32 nodes, CL ONE and QUORUM, rolling vs aggressive vs complete-sets",

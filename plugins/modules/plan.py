@@ -123,6 +123,20 @@ options:
         workload went on; 0 counts nothing after the lookahead (a switch must pay off inside it).
     type: float
     default: 0
+  safety:
+    description:
+      - The guard in front of the first switch of O(mode=dynamic) (docs/plan.md, "Safe switching"). A switch
+        starts only when its gain stays positive under what the forecast has been worth (the error paths
+        M(tactician.nosql.predict) mode forecast returns with the forecast); a forecast no better than "the
+        workload stays as it is" never triggers one; a minimum dwell and hysteresis stop back-and-forth.
+      - Keys (all optional) C(enabled) (default true), C(confidence) (0.9), C(margin) (0.005), C(back_margin) (0.02),
+        C(min_dwell_s) (600), C(min_paths) (8), C(max_paths) (60), C(min_independent) (3), C(skill_margin) (0.05),
+        C(model_error) (0, the throughput model's relative error a candidate must beat), C(analog_radius) (0.15).
+    type: dict
+    default: {}
+  since_switch:
+    description: Seconds since the last switch on this cluster ended (the dwell); omit when none is known.
+    type: float
   seed:
     description: Seed of the searches (same inputs, same plan).
     type: int
@@ -335,6 +349,8 @@ def main():
             solver=dict(type="str", choices=["exact", "ga"], default="exact"),
             min_gain=dict(type="float", default=0.0),
             tail=dict(type="float", default=0.0),
+            safety=dict(type="dict", default={}),
+            since_switch=dict(type="float"),
             seed=dict(type="int", default=0),
             start=dict(type="float"),
             plan_file=dict(type="path"),

@@ -400,3 +400,57 @@ def lookaheads(rows, threshold=DEFAULT_THRESHOLD, step_s=DEFAULT_STEP_S):
         choice = choose_lookahead(horizons, threshold, step_s)
         out.append({"field": field, "method": method} | choice)
     return out
+
+
+def error_paths(
+    series, steps, method="markov", fields=("read_ratio",), history=DEFAULT_HISTORY, max_origins=60, **options
+):
+    """Error paths of a method and of persistence on a series, for the safety rule (planning/safety.py).
+
+    At up to max_origins origins spread over the series (each with its whole horizon of steps known), the method is
+    fitted on the history before the origin and predicts steps ahead; its errors (actual - predicted, per horizon)
+    and persistence's (actual - the last observed value) are kept field by field, with the origin's step and its
+    last observed workload. Returns {"method", "steps", "step_s", "origins", "states", "forecast",
+    "persistence", "now"} (now: each field's last observed value): lists in origin order, each path a
+    {field: [errors]} mapping; empty when the series is too short (fewer than steps + 2 points)."""
+    fields = check_fields(fields)
+    steps = check_integer("steps", steps, 1)
+    max_origins = check_integer("max_origins", max_origins, 1)
+    history = check_integer("history", history, 1)
+    check_choice("method", method, METHODS)
+    step_s = series_step(series)
+    columns = {field: series_field(series, field) for field in fields}
+    n = min(len(values) for values in columns.values())
+    last = n - steps - 1
+    first = 1
+    out = {
+        "method": method,
+        "steps": steps,
+        "step_s": step_s,
+        "origins": [],
+        "states": [],
+        "forecast": [],
+        "persistence": [],
+    }
+    if last < first:
+        return out
+    stride = max(1, (last - first + 1 + max_origins - 1) // max_origins)
+    origins = list(range(last, first - 1, -stride))[::-1]
+    forecasters = {}
+    for field in fields:
+        forecasters[field] = make_forecaster(method, bounds=FIELD_BOUNDS.get(field), **options)
+    for origin in origins:
+        errors, persist, state = {}, {}, {}
+        for field, values in columns.items():
+            start = max(0, origin - history + 1)
+            model = forecasters[field]
+            model.fit(values[start : origin + 1])
+            predicted = model.predict(steps)
+            errors[field] = [float(values[origin + h]) - float(predicted[h - 1]) for h in range(1, steps + 1)]
+            persist[field] = [float(values[origin + h]) - float(values[origin]) for h in range(1, steps + 1)]
+            state[field] = float(values[origin])
+        out["origins"].append(origin)
+        out["states"].append(state)
+        out["forecast"].append(errors)
+        out["persistence"].append(persist)
+    return out

@@ -118,6 +118,17 @@ def forecast_workload(
             )
         steps = min(steps, remaining)
     future = fc.forecast(series, steps, method=method, **options)
+    if backtest and method != "schedule" and accuracy:
+        # What this forecast has been worth here, step by step: the error paths the safety rule plans with.
+        error_fields = [f for f in ("read_ratio",) if f in fields] or list(fields)[:1]
+        future["errors"] = fc.error_paths(
+            series,
+            steps,
+            method=method,
+            fields=error_fields,
+            history=history_points,
+            max_origins=20 if method == "arima" else 60,
+        )
     return {
         "method": method,
         "step_s": step_s,

@@ -32,6 +32,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import
 from ansible_collections.tactician.nosql.plugins.module_utils.models import predict
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import safety as guard
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 
@@ -153,13 +154,17 @@ def make_plan(
     tune_generations=8,
     default=None,
     tail_s=0.0,
+    safety=None,
+    since_switch_s=None,
 ):
     """The plan body: {"steps", "predicted", "baselines", "candidates", "skipped", "reasons", "timing", ...}.
 
     throughput: tuner.Throughput (its feature space's tuned parameters are planned). forecast: predict's forecast
     (or {field: values}). current: the configuration in place (missing tuned parameters take their defaults).
     roll: planner.Roll. catalog: the store's Catalog. solver: exact (dynamic programming over the candidates) or
-    ga (the paper's genetic search over plans, seeded with the exact and the greedy plan)."""
+    ga (the paper's genetic search over plans, seeded with the exact and the greedy plan). safety: a
+    safety.SafetyPolicy puts the guard in front of the plan's first switch (safe_first_switch()); since_switch_s:
+    seconds since the last switch ended (its dwell)."""
     started = time.monotonic()
     if solver not in ("exact", "ga"):
         raise PlanningError("solver: %r is not allowed; choose exact or ga" % (solver,))
@@ -243,6 +248,35 @@ def make_plan(
             seed=seed,
         )
     timings["search_s"] = round(time.monotonic() - t, 4)
+    guarded = None
+    if safety is not None:
+        t = time.monotonic()
+        guarded = safe_first_switch(
+            throughput,
+            forecast,
+            workload_base,
+            quantum,
+            candidates,
+            roll,
+            step_s,
+            restart,
+            safety,
+            since_switch_s,
+            tail_s,
+            min_gain,
+        )
+        timings["safety_s"] = round(time.monotonic() - t, 4)
+        first = result["switches"][0] if result["switches"] and result["switches"][0][0] == 0 else None
+        target = guarded["target"]
+        if target is None and first is not None or target is not None and (first is None or first[2] != target):
+            # The guard decides what starts now; the plan is what follows from that.
+            switches = [(0, target)] if target is not None else []
+            result = {
+                "switches": line.applied(switches, 0),
+                "ops": line.value(switches, 0),
+                "stay_ops": result["stay_ops"],
+                "solver": result["solver"] + "+safety",
+            }
     base = planner.baselines(line, 1, static_index, optimum_steps)
     base["in_place"] = result["stay_ops"]
     sim = planner.simulate(line, result["switches"], 0)
@@ -298,6 +332,11 @@ def make_plan(
                 predicted={
                     "ops_per_s_before": round(before, 1),
                     "ops_per_s_after": round(after, 1),
+                    **(
+                        {"gain_low_share": guarded["gain_low_share"], "gain_share": guarded["gain_share"]}
+                        if guarded and number == 0 and guarded.get("gain_low_share") is not None
+                        else {}
+                    ),
                     "cost_ops": even["cost_ops"],
                     "gain_ops": even["gain_ops"],
                     "break_even_s": even["break_even_s"],
@@ -349,8 +388,11 @@ def make_plan(
         reasons.append(
             "predicted %.1f %% of the theoretical best (no switch cost)" % (100.0 * total / base["theoretical_best"])
         )
+    if guarded is not None:
+        reasons.insert(0, "safety: " + guarded["reason"])
     return {
         "steps": steps,
+        "safety": guarded,
         "skipped": skipped,
         "candidates": [{"index": i, "label": labels[i], "config": c} for i, c in enumerate(candidates)],
         "predicted": {
@@ -376,6 +418,90 @@ def make_plan(
     }
 
 
+def safe_first_switch(
+    throughput,
+    forecast,
+    workload_base,
+    quantum,
+    candidates,
+    roll,
+    step_s,
+    restart,
+    policy,
+    since_switch_s=None,
+    tail_s=0.0,
+    min_gain=0.0,
+):
+    """The guard's decision (planning/safety.py) on this forecast: {"target" (candidate index or None), "reason",
+    "basis", "skill", gains...}. The forecast's "errors" (predict's error paths) say what it has been worth; a
+    known schedule is a perfect forecast; without either nothing is known of its errors (a cold start)."""
+    fields = forecast.get("fields", forecast)
+    if "read_ratio" not in fields:
+        raise PlanningError("forecast.fields.read_ratio: the safety rule plans on the read ratio; forecast it too")
+    steps = len(fields["read_ratio"])
+    rows = {}
+
+    def make_line(path):
+        ratios = list(path["read_ratio"])
+        part = {"read_ratio": ratios}
+        if "throughput" in fields:
+            part["throughput"] = list(fields["throughput"][: len(ratios)])
+        workloads, demand = workloads_from_forecast({"fields": part}, workload_base, quantum)
+        missing = [w for w in workloads if tuner.config_key(w) not in rows]
+        if missing:
+            unique = {tuner.config_key(w): w for w in missing}
+            matrix = throughput.matrix(list(unique.values()), candidates)
+            for key, row in zip(unique, matrix, strict=True):
+                rows[key] = row
+        F = planner._np().asarray([rows[tuner.config_key(w)] for w in workloads])
+        return planner.Timeline(F, roll, step_s=step_s, demand=demand, restart=restart)
+
+    errors = forecast.get("errors") or {}
+    known = forecast.get("method") == "schedule" or (forecast.get("describe") or {}).get("method") == "schedule"
+    now = errors.get("now") or {"read_ratio": fields["read_ratio"][0]}
+    central = {"read_ratio": list(fields["read_ratio"])}
+    persistence = {"read_ratio": [float(now["read_ratio"])] * steps}
+    if known:
+        zero = [{"read_ratio": [0.0] * steps}] * policy.min_paths
+        decision = guard.decide(
+            make_line,
+            0,
+            central,
+            persistence,
+            zero,
+            [{"read_ratio": [1.0] * steps}] * policy.min_paths,
+            policy,
+            since_switch_s=since_switch_s,
+            tail_s=tail_s,
+            min_gain=min_gain,
+        )
+    else:
+
+        def cut(paths):
+            return [{"read_ratio": list(p["read_ratio"][:steps])} for p in paths if "read_ratio" in p]
+
+        decision = guard.decide(
+            make_line,
+            0,
+            central,
+            persistence,
+            cut(errors.get("forecast") or []),
+            cut(errors.get("persistence") or []),
+            policy,
+            since_switch_s=since_switch_s,
+            tail_s=tail_s,
+            min_gain=min_gain,
+            origins=errors.get("origins"),
+            states=errors.get("states"),
+            now=now,
+        )
+    out = decision.to_dict()
+    out["policy"] = policy.to_dict()
+    if known:
+        out["basis"] = "schedule" if decision.basis == "forecast" else decision.basis
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ the mode
 @dataclass
 class DynamicOptions:
@@ -391,6 +517,8 @@ class DynamicOptions:
     min_gain: float = 0.0
     tail_s: float = 0.0
     tune_generations: int = 8
+    safety: guard.SafetyPolicy | None = None
+    since_switch_s: float | None = None
 
     @classmethod
     def from_params(cls, params):
@@ -408,6 +536,10 @@ class DynamicOptions:
             )
         elif not forecast:
             raise PlanningError("forecast: mode dynamic needs forecast (from predict mode forecast) or schedule_file")
+        settings = dict(params.get("safety") or {})
+        enabled = settings.pop("enabled", True)
+        if not isinstance(enabled, bool):
+            raise PlanningError("safety.enabled: %r is not allowed; choose true or false" % (enabled,))
         return cls(
             forecast=forecast,
             workload_base=params["workload_base"],
@@ -415,6 +547,8 @@ class DynamicOptions:
             solver=params["solver"],
             min_gain=params["min_gain"],
             tail_s=params["tail"],
+            safety=guard.SafetyPolicy.from_dict(settings) if enabled else None,
+            since_switch_s=params.get("since_switch"),
         )
 
 
@@ -442,6 +576,8 @@ def plan(context, options):
         tune_generations=options.tune_generations,
         default=context.default_configuration(),
         tail_s=options.tail_s,
+        safety=options.safety,
+        since_switch_s=options.since_switch_s,
     )
     return planfile.build(
         body,

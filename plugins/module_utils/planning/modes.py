@@ -294,6 +294,8 @@ PARAM_DEFAULTS = {
     "solver": "exact",
     "min_gain": 0.0,
     "tail": 0.0,
+    "safety": {},
+    "since_switch": None,
     "seed": 0,
     "start": None,
     "catalog": None,

@@ -671,3 +671,107 @@ def daily_pattern(
         },
     }
     return Schedule(phases, seed=seed, metadata=metadata)
+
+
+# ------------------------------------------------------------------------------------------------ hard traces
+TRACE_SHAPES = ("drift", "storms", "flapping", "daily", "mgrast")
+"""Read-ratio traces made to be hard for a switching controller (trace_shape()):
+
+- drift: the read ratio wanders slowly (a mean-reverting random walk, hours long) with step noise of +-0.08, so
+  it keeps crossing the point where another configuration becomes better and tempts back-and-forth;
+- storms: read-heavy (0.9) with write storms (0.1) of 1 to 12 minutes at random, about every 25 minutes: most
+  storms end before a switch to a write configuration pays off;
+- flapping: read-heavy and write-heavy alternate every 40 to 150 s, faster than a roll, with now and then a long
+  stretch of one of them (10 to 40 minutes), so switching seems to pay off and mostly does not;
+- daily: a day compressed to 2 hours: the read ratio follows a cycle between about 0.15 and 0.85 with step noise
+  of +-0.1 and a random phase shift of up to 15 minutes per cycle;
+- mgrast: MG-RAST-like switching between four mixes (read ratio 0.95, 0.65, 0.3, 0.05) with heavy-tailed phase
+  lengths (log-normal, median 5 minutes, a few over an hour).
+"""
+
+
+def _ratio_mix(ratio):
+    ratio = min(1.0, max(0.0, round(ratio, 4)))
+    return {op: share for op, share in (("read", ratio), ("update", round(1.0 - ratio, 4))) if share > 0}
+
+
+def _ratio_series(shape, rng, steps, step_s):
+    """One read ratio per step of the shape (see TRACE_SHAPES)."""
+    out = []
+    if shape == "drift":
+        level = rng.uniform(0.3, 0.7)
+        for _k in range(steps):
+            level += 0.02 * (0.5 - level) + rng.gauss(0.0, 0.025)
+            level = min(0.98, max(0.02, level))
+            out.append(level + rng.uniform(-0.08, 0.08))
+    elif shape == "storms":
+        k = 0
+        while k < steps:
+            calm = max(1, int(rng.expovariate(1.0 / (1500.0 / step_s))))
+            out += [0.9 + rng.uniform(-0.04, 0.04) for _i in range(calm)]
+            storm = max(1, int(rng.uniform(60.0, 720.0) / step_s))
+            out += [0.1 + rng.uniform(-0.04, 0.04) for _i in range(storm)]
+            k = len(out)
+    elif shape == "flapping":
+        state = rng.choice((0.9, 0.1))
+        seconds = 0.0
+        while len(out) < steps:
+            length = rng.uniform(600.0, 2400.0) if rng.random() < 0.08 else rng.uniform(40.0, 150.0)
+            until = seconds + length
+            while len(out) * step_s < until and len(out) < steps:
+                # a step that straddles a flip carries the blend of both
+                a, b = len(out) * step_s, (len(out) + 1) * step_s
+                inside = (min(b, until) - max(a, seconds)) / step_s
+                other = 1.0 - state
+                out.append(inside * state + (1.0 - inside) * other if b > until else state)
+            seconds = until
+            state = 1.0 - state
+    elif shape == "daily":
+        cycle_s = 7200.0
+        shift = rng.uniform(-900.0, 900.0)
+        for k in range(steps):
+            t = k * step_s
+            if int(t // cycle_s) != int((t - step_s) // cycle_s) and k:
+                shift = rng.uniform(-900.0, 900.0)
+            base = 0.5 + 0.35 * math.sin(2.0 * math.pi * (t + shift) / cycle_s)
+            out.append(base + rng.uniform(-0.1, 0.1))
+    elif shape == "mgrast":
+        levels = (0.95, 0.65, 0.3, 0.05)
+        state = rng.choice(levels)
+        while len(out) < steps:
+            length = min(4 * 3600.0, rng.lognormvariate(math.log(300.0), 1.1))
+            out += [state + rng.uniform(-0.03, 0.03) for _i in range(max(1, int(round(length / step_s))))]
+            state = rng.choice([level for level in levels if level != state])
+    else:
+        raise ScheduleError("shape: %r is not allowed; choose one of %s" % (shape, core_schema.choices(TRACE_SHAPES)))
+    return [min(1.0, max(0.0, value)) for value in out[:steps]]
+
+
+def trace_shape(shape, seed, duration_s=3600.0, rate=1000.0, *, step_s=DEFAULT_STEP_S, requestdistribution=None):
+    """A trace of one of TRACE_SHAPES as a schedule of step_s-long phases of reads and updates at rate ops/s.
+
+    The same (shape, seed, duration_s, step_s) always gives the same trace; each phase's label is the shape."""
+    seed = _seed(seed)
+    duration_s = _number("duration_s", duration_s, exclusive=0)
+    rate = _number("rate", rate, minimum=0)
+    step_s = _number("step_s", step_s, exclusive=0)
+    requestdistribution = _distribution(requestdistribution)
+    if shape not in TRACE_SHAPES:
+        raise ScheduleError("shape: %r is not allowed; choose one of %s" % (shape, core_schema.choices(TRACE_SHAPES)))
+    rng = random.Random("%s/%d" % (shape, seed))
+    steps = max(1, int(math.ceil(duration_s / step_s - 1e-9)))
+    phases = []
+    for k, ratio in enumerate(_ratio_series(shape, rng, steps, step_s)):
+        length = min(step_s, duration_s - k * step_s)
+        phases.append(Phase(length, _ratio_mix(ratio), rate, label=shape, requestdistribution=requestdistribution))
+    metadata = {
+        "generator": "trace_shape",
+        "arguments": {
+            "shape": shape,
+            "duration_s": duration_s,
+            "rate": rate,
+            "step_s": step_s,
+            "requestdistribution": requestdistribution,
+        },
+    }
+    return Schedule(phases, seed=seed, metadata=metadata)

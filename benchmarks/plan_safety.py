@@ -1,0 +1,299 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Safe switching on traces made to be hard: the guarded controller (planning/safety.py) against static-optimized,
+on every trace shape and seed, with the forecast it really has.
+
+    .venv/bin/python benchmarks/plan_safety.py             # 4 h traces, 3 seeds per shape
+    .venv/bin/python benchmarks/plan_safety.py --short     # 2 h traces, 2 seeds
+
+Throughput: the synthetic function with IRIS Fig. 1's trade-offs (benchmarks/plan_dynamic.py SYNTHETIC); the
+cluster: 3 nodes, RF 3, CL ONE (batches of 2), T_r 70 s per batch, so a roll takes 140 s and costs about 70 s of
+the whole cluster's ops. Step 30 s, lookahead 30 min, Markov forecast on the history so far (as plan_dynamic.py).
+
+Per trace (total ops over the whole trace, as a share of static-optimized):
+- default, static-optimized (the one configuration best for the whole trace, known in advance, in place from
+  the start), ceiling (each step's best, no switch cost: IRIS' "theoretical best") and offline optimum (the best
+  plan with the roll's cost, knowing the whole trace: what any controller could reach at most);
+- unguarded: the receding-horizon controller as it was (best_plan on the forecast, first switch when due);
+- guarded: the same behind planning/safety.decide() (forecast trusted only as far as its backtested errors say,
+  persistence otherwise, the lower confidence bound of the gain, dwell and hysteresis), started on the defaults
+  and on static-optimized; and with the actual future as the forecast (oracle).
+
+Criteria (the issue's, checked on every row): started on static-optimized, never more than 1 % below it; started
+on the defaults, never below static-optimized by more than the cost of the one roll to it; where the ceiling is at
+least 10 % above static-optimized, at least half of that gap captured (shown against the ceiling and against the
+offline optimum, which is what a cluster that pays for its rolls can reach).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+
+import _control
+from _common import use_collection
+
+use_collection()
+
+import numpy as np
+from plan_dynamic import STEP_S, SYNTHETIC, SyntheticThroughput, workload
+
+from ansible_collections.tactician.nosql.plugins.module_utils.core import replication
+from ansible_collections.tactician.nosql.plugins.module_utils.models import forecast_series
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import safety
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
+
+QUANTUM = 0.05
+GRID = [round(i * QUANTUM, 6) for i in range(int(round(1 / QUANTUM)) + 1)]
+
+
+def shapes(duration, seeds):
+    """[(name, seed, read ratios per step)]: the hard shapes, then the papers' HPC queue and abrupt switching."""
+    out = []
+    for seed in seeds:
+        for shape in schedules.TRACE_SHAPES:
+            out.append((shape, seed, schedules.trace_shape(shape, seed, duration)))
+        out.append(("abrupt-fast", seed, schedules.abrupt_switching(seed, duration, 60, 600)))
+        out.append(("abrupt-slow", seed, schedules.abrupt_switching(seed, duration, 1200, 5400)))
+        out.append(("hpc-5", seed, schedules.hpc_job_queue(seed, concurrent_jobs=5, duration_s=duration, rate=200)))
+    return [
+        (name, seed, forecast_series.series_from_schedule(s, STEP_S, fields=("read_ratio",))["read_ratio"])
+        for name, seed, s in out
+    ]
+
+
+class World:
+    """f_ops on the read-ratio grid, the roll, and a Timeline of any read-ratio path."""
+
+    def __init__(self, roll):
+        self.roll = roll
+        self.candidates = [{"name": name} for name in SYNTHETIC]
+        self.table = SyntheticThroughput(roll.nodes).matrix([workload(r) for r in GRID], self.candidates)
+        self.restart = np.ones((len(self.candidates), len(self.candidates)), dtype=bool)
+
+    def rows(self, ratios):
+        index = np.clip(np.rint(np.asarray(ratios, dtype=float) / QUANTUM).astype(int), 0, len(GRID) - 1)
+        return self.table[index]
+
+    def line(self, ratios):
+        return planner.Timeline(self.rows(ratios), self.roll, STEP_S, restart=self.restart)
+
+    def make_line(self, path):
+        return self.line(path["read_ratio"])
+
+
+def forecasts(ratios, lookahead, method):
+    """The forecaster's prediction made after each step: {k: [ratio of k .. k + lookahead - 1]} (history ratios[:k])."""
+    predict = _control.forecaster(ratios, method, STEP_S)
+    return {k: predict(k, lookahead) for k in range(len(ratios))}
+
+
+def origins_for(k, lookahead, policy):
+    """Past decision steps whose whole forecast is known at step k, spread over the last 500 steps."""
+    last = k - lookahead
+    if last < 1:
+        return []
+    first = max(1, k - _control.HISTORY_STEPS)
+    return list(range(first, last + 1))
+
+
+def guarded(world, ratios, made, lookahead, start, policy, oracle=False):
+    """Switches [(step, configuration)] of the guarded controller on the actual trace; and its decisions' basis."""
+    line = world.line(ratios)
+    _ops, resume = line.switch_ops()
+    executed, bases = [], {}
+    current, previous, ended = start, None, None
+    k = 0
+    n = len(ratios)
+    while k < n:
+        if oracle:
+            future = list(ratios[k : k + lookahead])
+            future += [future[-1]] * (lookahead - len(future))
+        else:
+            future = made[k]
+        last = ratios[k - 1] if k else ratios[0]
+        origins = [] if oracle else origins_for(k, lookahead, policy)
+        f_errors = [[ratios[o + h] - made[o][h] for h in range(lookahead)] for o in origins]
+        p_errors = [[ratios[o + h] - ratios[o - 1] for h in range(lookahead)] for o in origins]
+        if oracle:
+            # A perfect forecast: its errors are zero and persistence's are what they were.
+            origins = list(range(max(1, k - lookahead - 500), max(1, k - lookahead)))
+            f_errors = [[0.0] * lookahead for _o in origins]
+            p_errors = [[ratios[o + h] - ratios[o - 1] for h in range(lookahead)] for o in origins]
+        states = [{"read_ratio": ratios[o - 1]} for o in origins]
+        decision = safety.decide(
+            world.make_line,
+            current,
+            {"read_ratio": future},
+            {"read_ratio": [last] * lookahead},
+            f_errors,
+            p_errors,
+            policy,
+            since_switch_s=None if ended is None else (k - ended) * STEP_S,
+            previous=previous,
+            origins=origins,
+            states=states,
+            now={"read_ratio": last},
+        )
+        bases[decision.basis] = bases.get(decision.basis, 0) + 1
+        if decision.target is not None:
+            executed.append((k, decision.target))
+            previous = current
+            ended = int(resume[k, current, decision.target])
+            k = ended
+            current = decision.target
+        else:
+            k += 1
+    return executed, bases
+
+
+def unguarded(world, ratios, made, lookahead, start):
+    line = world.line(ratios)
+
+    def predict(k, _steps):
+        return made[k]
+
+    return _control.receding(
+        line,
+        world.rows,
+        predict,
+        lookahead,
+        start,
+        lambda rows: planner.Timeline(rows, world.roll, STEP_S, restart=world.restart),
+    )
+
+
+def roll_cost(line, start, target):
+    """Ops lost by the roll from start to target at step 0 (against serving on with the target, no roll)."""
+    layout, duration = line.layout_of(start, target)
+    lost = 0.0
+    for a, b, w_old, w_new in layout:
+        k = int(a // line.step_s)
+        full = line.F[k, target]
+        lost += (full - (w_old * line.F[k, start] + w_new * line.F[k, target])) * (b - a)
+    return max(0.0, lost), duration
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--short", action="store_true", help="2 h traces and 2 seeds instead of 4 h and 3")
+    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--method", default="markov", choices=["markov", "last_value", "arima"])
+    parser.add_argument("--lookahead-s", type=float, default=1800.0)
+    parser.add_argument("--restart-s", type=float, default=70.0)
+    parser.add_argument("--markdown")
+    parser.add_argument("--csv")
+    args = parser.parse_args()
+    started = time.time()
+    duration = 2 * 3600.0 if args.short else 4 * 3600.0
+    seeds = list(range(1, 1 + (args.seeds or (2 if args.short else 3))))
+    rule = replication.batch_rule(3, "ONE", 3)
+    roll = planner.Roll(nodes=3, batch=rule["batch"], restart_s=args.restart_s)
+    world = World(roll)
+    policy = safety.SafetyPolicy()
+    lookahead = int(args.lookahead_s // STEP_S)
+    print(
+        "synthetic f_ops (IRIS Fig. 1 trade-offs), 3 nodes, %s, T_r %.0f s (roll %.0f s); lookahead %d x %.0f s; "
+        "forecast %s; policy %s"
+        % (rule["rule"], args.restart_s, roll.duration(), lookahead, STEP_S, args.method, policy.to_dict())
+    )
+    header = (
+        "| trace | seed | static-opt ops | default | ceiling | offline opt | unguarded | guarded from default | "
+        "guarded from static | guarded, oracle | switches (guarded) | criteria |"
+    )
+    lines = [header, "|" + "---|" * 12]
+    rows = []
+    failures = []
+    for name, seed, ratios in shapes(duration, seeds):
+        line = world.line(ratios)
+        static = int(np.argmax(line.step_ops().sum(axis=0)))
+        steady = line.step_ops()
+        base = planner.baselines(line, 0, static, [int(i) for i in np.argmax(steady, axis=1)])
+        offline = planner.best_plan(line, 0)["ops"]
+        made = forecasts(ratios, lookahead, args.method)
+        old = line.value(unguarded(world, ratios, made, lookahead, 0), 0)
+        from_default, bases = guarded(world, ratios, made, lookahead, 0, policy)
+        from_static, _b = guarded(world, ratios, made, lookahead, static, policy)
+        oracle, _b = guarded(world, ratios, made, lookahead, 0, policy, oracle=True)
+        s = base["static_optimized"]
+        values = {
+            "default": base["default"],
+            "ceiling": base["theoretical_best"],
+            "offline": offline,
+            "unguarded": old,
+            "guarded_default": line.value(from_default, 0),
+            "guarded_static": line.value(from_static, static),
+            "guarded_oracle": line.value(oracle, 0),
+        }
+        cost, _duration = roll_cost(line, 0, static) if static != 0 else (0.0, 0.0)
+        checks = []
+        ok_static = values["guarded_static"] >= 0.99 * s
+        ok_default = values["guarded_default"] >= s - cost - 1e-6
+        checks.append("static %s" % ("ok" if ok_static else "FAIL"))
+        checks.append("default %s" % ("ok" if ok_default else "FAIL"))
+        gap = values["ceiling"] - s
+        half = None
+        if values["ceiling"] >= 1.1 * s:
+            best_ours = max(values["guarded_default"], values["guarded_static"])
+            half = (best_ours - s) >= 0.5 * gap
+            reach = values["offline"] - s
+            half_offline = reach <= 0 or (best_ours - s) >= 0.5 * reach
+            checks.append("half-gap %s (of offline %s)" % ("ok" if half else "FAIL", "ok" if half_offline else "FAIL"))
+        if not (ok_static and ok_default):
+            failures.append((name, seed))
+        row = dict(
+            trace=name,
+            seed=seed,
+            static=s,
+            **values,
+            roll_cost=cost,
+            switches=len(line.applied(from_default, 0)),
+            bases=bases,
+        )
+        rows.append(row)
+        lines.append(
+            "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |"
+            % (
+                name,
+                seed,
+                f"{s:,.0f}",
+                *(
+                    "%+.1f %%" % (100 * (values[key] / s - 1))
+                    for key in (
+                        "default",
+                        "ceiling",
+                        "offline",
+                        "unguarded",
+                        "guarded_default",
+                        "guarded_static",
+                        "guarded_oracle",
+                    )
+                ),
+                row["switches"],
+                ", ".join(checks),
+            )
+        )
+        print(lines[-1] if len(lines) > 3 else "\n".join(lines), flush=True)
+    worst_static = min(r["guarded_static"] / r["static"] - 1 for r in rows)
+    worst_old = min(r["unguarded"] / r["static"] - 1 for r in rows)
+    summary = (
+        "%d traces: guarded from static-optimized worst %+.2f %% (unguarded worst %+.2f %%); criteria failed on %s"
+        % (len(rows), 100 * worst_static, 100 * worst_old, ", ".join("%s/%d" % f for f in failures) or "none")
+    )
+    print(summary)
+    print("wall time %.1f s" % (time.time() - started))
+    if args.markdown:
+        with open(args.markdown, "w") as handle:
+            handle.write("\n".join(lines) + "\n\n- %s\n" % summary)
+    if args.csv:
+        with open(args.csv, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=[k for k in rows[0] if k != "bases"])
+            writer.writeheader()
+            writer.writerows([{k: v for k, v in r.items() if k != "bases"} for r in rows])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

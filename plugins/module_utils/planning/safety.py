@@ -1,0 +1,482 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Safe switching: a switch starts only when its gain stays positive under what the forecast has been worth.
+
+A plan (cost_benefit.best_plan) trusts its forecast and its throughput model blindly. decide() puts a guard in
+front of the plan's first switch, the only one a receding-horizon controller ever starts:
+
+1. Trust. The forecast's error paths (actual - predicted, step by step over the lookahead, at past origins of this
+   cluster's history: a backtest) are set against those of persistence ("the workload stays as it is"). The
+   forecast is used only when its mean absolute error over the switch's window is below persistence's by
+   ``skill_margin`` (a share); otherwise the plan is made on persistence, so a forecast no better than doing
+   nothing never triggers a switch. With fewer than ``min_paths`` error paths (a new cluster, a short history) no
+   error is known: every workload of the domain counts as possible and only a configuration that wins in all of
+   them is switched to.
+2. Uncertainty (seed 001's lookahead-from-accuracy rule, made quantitative). The switch (to b, held until the
+   plan's next switch or the end of the lookahead) is valued against staying in each scenario: the central path,
+   and the central path plus each past error path (the error the forecast made then, applied to what it predicts
+   now), every scenario paying the roll (seed 001 Eq. 9). The throughput of b is lowered by the model's own
+   relative error (``model_error``: as OnlineTune's safe set, a candidate must beat what is in place by more than
+   the model can tell). The decision uses the lower confidence bound of the mean gain (Student t at
+   ``confidence``, one-sided): what the forecast has actually been worth, not what it promises.
+3. Hysteresis and dwell. The lower bound must exceed ``margin`` x the ops of staying over the window
+   (``back_margin`` when b is the configuration left last); no switch starts sooner than ``min_dwell_s`` after the
+   previous one ended.
+
+Everything is in the planner's units: ops over the window, a Timeline per scenario (cost_benefit.Timeline).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from ansible_collections.tactician.nosql.plugins.module_utils.core import checks, imports
+from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast_series import FIELD_BOUNDS
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+
+DOMAIN_GRID = tuple(round(0.1 * i, 1) for i in range(11))
+"""Read ratios every scenario of the cold start (no error known) covers."""
+
+
+class SafetyError(planner.PlanError):
+    """Bad input to the safety rule; the message names the field and what is allowed."""
+
+
+def _np():
+    return imports.require("numpy", SafetyError, "the safety rule")
+
+
+@dataclass(frozen=True)
+class SafetyPolicy:
+    """The guard's settings (module option ``safety`` of the plan module; every key optional)."""
+
+    confidence: float = 0.9
+    margin: float = 0.005
+    back_margin: float = 0.02
+    min_dwell_s: float = 600.0
+    min_paths: int = 8
+    max_paths: int = 60
+    skill_margin: float = 0.05
+    model_error: float = 0.0
+    analog_radius: float = 0.15
+    min_independent: int = 3
+
+    def __post_init__(self):
+        def number(name, low, high):
+            value = getattr(self, name)
+            checks.number("safety.%s" % name, value, SafetyError, minimum=low)
+            if value > high:
+                raise SafetyError("safety.%s: %r is above %g; allowed: %g to %g" % (name, value, high, low, high))
+
+        number("confidence", 0.5, 0.999)
+        number("margin", 0.0, 1.0)
+        number("back_margin", 0.0, 1.0)
+        number("min_dwell_s", 0.0, 7 * 86400.0)
+        number("skill_margin", 0.0, 1.0)
+        number("model_error", 0.0, 0.9)
+        number("analog_radius", 0.0, 1.0)
+        for name in ("min_paths", "max_paths", "min_independent"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+                raise SafetyError("safety.%s: %r is not a whole number >= 2" % (name, value))
+        if self.max_paths < self.min_paths:
+            raise SafetyError(
+                "safety.max_paths: %d is below min_paths %d; allowed: >= min_paths" % (self.max_paths, self.min_paths)
+            )
+
+    @classmethod
+    def from_dict(cls, data):
+        """A policy from a mapping (None or {} = the defaults); unknown keys are refused by name."""
+        data = dict(data or {})
+        allowed = list(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - set(allowed))
+        if unknown:
+            raise SafetyError("safety.%s: not an option; allowed: %s" % (unknown[0], ", ".join(allowed)))
+        for name in ("min_paths", "max_paths", "min_independent"):
+            if isinstance(data.get(name), float) and float(data[name]).is_integer():
+                data[name] = int(data[name])
+        return cls(**data)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------------------------ error paths
+def error_paths(actual, predictions, steps):
+    """Error paths of a forecaster: for every origin o of predictions ({o: [predicted o+1 .. o+steps]} of one field)
+    whose whole horizon is known, [actual[o + h] - predicted[h - 1] for h in 1..steps], newest origin last."""
+    out = []
+    n = len(actual)
+    for origin in sorted(predictions):
+        predicted = predictions[origin]
+        if origin + steps >= n or len(predicted) < steps:
+            continue
+        out.append([float(actual[origin + h]) - float(predicted[h - 1]) for h in range(1, steps + 1)])
+    return out
+
+
+def persistence_paths(actual, origins, steps):
+    """Error paths of persistence (the last value forecast) at origins: [actual[o + h] - actual[o]]."""
+    n = len(actual)
+    return [
+        [float(actual[o + h]) - float(actual[o]) for h in range(1, steps + 1)]
+        for o in sorted(origins)
+        if 0 <= o and o + steps < n
+    ]
+
+
+def _field_paths(paths, field):
+    """Paths as {field: [errors]} mappings, or plain lists for a single field."""
+    return [p if isinstance(p, dict) else {field: p} for p in paths]
+
+
+def mean_abs_error(paths, steps):
+    """Mean |error| over the first steps horizons of every path and field (None without paths)."""
+    total, count = 0.0, 0
+    for path in paths:
+        for values in path.values():
+            for value in values[:steps]:
+                total += abs(value)
+                count += 1
+    return total / count if count else None
+
+
+def skill(forecast_paths, persistence_paths_, steps):
+    """1 - MAE(forecast) / MAE(persistence) over the first steps horizons (None when either is unknown; 0 when
+    persistence makes no error, since then nothing can beat it)."""
+    f = mean_abs_error(forecast_paths, steps)
+    p = mean_abs_error(persistence_paths_, steps)
+    if f is None or p is None:
+        return None
+    if p <= 1e-12:
+        return 0.0
+    return 1.0 - f / p
+
+
+# ------------------------------------------------------------------------------------------------ scenarios
+def _bounds(field):
+    low, high = FIELD_BOUNDS.get(field, (0.0, None))
+    return (0.0 if low is None else low), high
+
+
+def apply_errors(central, errors):
+    """central ({field: [values]}) plus one error path ({field: [errors]}), clipped to each field's bounds."""
+    out = {}
+    for field, values in central.items():
+        delta = errors.get(field)
+        if delta is None:
+            out[field] = list(values)
+            continue
+        low, high = _bounds(field)
+        row = []
+        for index, value in enumerate(values):
+            moved = value + (delta[index] if index < len(delta) else delta[-1] if delta else 0.0)
+            moved = max(low, moved)
+            row.append(min(high, moved) if high is not None else moved)
+        out[field] = row
+    return out
+
+
+def domain_scenarios(central):
+    """Scenarios of a cold start: the read ratio held at each value of DOMAIN_GRID (or every share on read and
+    update only), other fields as forecast."""
+    steps = len(next(iter(central.values())))
+    out = []
+    for ratio in DOMAIN_GRID:
+        scenario = {field: list(values) for field, values in central.items()}
+        if "read_ratio" in central:
+            scenario["read_ratio"] = [ratio] * steps
+        else:
+            for field in list(scenario):
+                if field in ("read", "update", "insert", "scan", "rmw"):
+                    scenario[field] = [0.0] * steps
+            scenario["read"] = [ratio] * steps
+            scenario["update"] = [round(1.0 - ratio, 6)] * steps
+        out.append(scenario)
+    return out
+
+
+def _cut(path, steps):
+    return {field: list(values[:steps]) for field, values in path.items()}
+
+
+def _pieces(layout, duration, step_s, steps):
+    """[(step, seconds, share of nodes on the old configuration, share on the new)] of a switch at time 0 held
+    until steps * step_s."""
+    horizon = steps * step_s
+    segments = [(a, b, w_old, w_new) for a, b, w_old, w_new in layout] + [(duration, horizon, 0.0, 1.0)]
+    out = []
+    for a, b, w_old, w_new in segments:
+        a, b = max(0.0, a), min(horizon, b)
+        while b - a > 1e-9:
+            k = int(a // step_s + 1e-9)
+            end = min(b, (k + 1) * step_s)
+            out.append((k, end - a, w_old, w_new))
+            a = end
+    return out
+
+
+def switch_gain(line, current, target, steps, model_error=0.0):
+    """(gain ops, stay ops, steady gain share) of switching from current to target at time 0 and holding it for
+    steps steps, against staying, on line (a Timeline), with the target's throughput lowered by model_error."""
+    np = _np()
+    layout, duration = line.layout_of(current, target)
+    steps = min(steps, line.steps)
+    F = line.F
+    factor = 1.0 - model_error
+
+    def served(k, capacity):
+        return min(capacity, line.demand[k]) if line.demand is not None else capacity
+
+    switched = 0.0
+    for k, seconds, w_old, w_new in _pieces(layout, duration, line.step_s, steps):
+        switched += served(k, w_old * F[k, current] + w_new * F[k, target] * factor) * seconds
+    stay = sum(served(k, F[k, current]) * line.step_s for k in range(steps))
+    # The steady share: every step after the roll, new against old (what an effect measurement compares).
+    first = min(steps, int(math.ceil(duration / line.step_s - 1e-9)))
+    olds = np.array([served(k, F[k, current]) for k in range(first, steps)])
+    news = np.array([served(k, F[k, target] * factor) for k in range(first, steps)])
+    share = float(news.sum() / olds.sum() - 1.0) if olds.size and olds.sum() > 0 else 0.0
+    return switched - stay, stay, share
+
+
+def _t_quantile(confidence, df):
+    """One-sided Student t quantile (a normal one with a small-sample correction when scipy is missing)."""
+    stats = imports.optional("scipy.stats")
+    if stats is not None:
+        return float(stats.t.ppf(confidence, df))
+    z = {0.8: 0.8416, 0.9: 1.2816, 0.95: 1.6449, 0.975: 1.96, 0.99: 2.3263}.get(round(confidence, 3), 1.2816)
+    return z * (1.0 + 1.0 / max(1, 4 * df))
+
+
+def effective_paths(count, origins, window_steps):
+    """How many independent error paths count paths are worth: paths whose origins lie closer than the window
+    they are scored over share most of their errors, so only origins at least a window apart count (greedily,
+    oldest first; at least 2, at most count). origins None: every path independent."""
+    if origins is None:
+        return count
+    independent, last = 0, None
+    for origin in sorted(origins):
+        if last is None or origin - last >= window_steps:
+            independent += 1
+            last = origin
+    return max(min(2.0, float(count)), min(float(count), float(independent)))
+
+
+def assess(make_line, central, scenarios, current, target, steps, policy, cold=False, origins=None):
+    """Gains of the switch in every scenario: {"gains", "expected", "lower", "stay", "share_low", "worst", "n"}.
+
+    make_line(path) -> Timeline of that workload path; central counts as a scenario only without error paths. A
+    cold start (no error paths) takes the worst scenario as the bound; otherwise the lower confidence bound of the
+    mean over the error scenarios, with as many degrees of freedom as the paths hold independent ones
+    (effective_paths of their origins)."""
+    gains, stays, shares = [], [], []
+    for scenario in ([central] if cold or not scenarios else []) + list(scenarios):
+        gain, stay, share = switch_gain(make_line(_cut(scenario, steps)), current, target, steps, policy.model_error)
+        gains.append(gain)
+        stays.append(stay)
+        shares.append(share)
+    n = len(gains)
+    mean = sum(gains) / n
+    stay = sum(stays) / n
+    share_mean = sum(shares) / n
+    if cold or n < 3:
+        lower, share_low = min(gains), min(shares)
+        n_eff = n
+    else:
+        n_eff = effective_paths(n, origins, steps)
+        t = _t_quantile(policy.confidence, max(1.0, n_eff - 1))
+        sd = math.sqrt(sum((g - mean) ** 2 for g in gains) / (n - 1))
+        sd_share = math.sqrt(sum((s - share_mean) ** 2 for s in shares) / (n - 1))
+        lower = mean - t * sd / math.sqrt(n_eff)
+        share_low = share_mean - t * sd_share / math.sqrt(n_eff)
+    return {
+        "gains": gains,
+        "expected": mean,
+        "lower": lower,
+        "stay": stay,
+        "share": share_mean,
+        "share_low": share_low,
+        "central": gains[0],
+        "worst": min(gains),
+        "n": n,
+        "n_eff": round(n_eff, 1),
+    }
+
+
+# ------------------------------------------------------------------------------------------------ the decision
+@dataclass
+class Decision:
+    """What decide() concluded: target is None when nothing starts now; reason says why, in a sentence."""
+
+    target: int | None
+    reason: str
+    basis: str
+    skill: float | None = None
+    assessment: dict | None = None
+    plan: dict | None = None
+
+    def to_dict(self):
+        out = {"switch": self.target is not None, "target": self.target, "basis": self.basis, "reason": self.reason}
+        out["skill"] = None if self.skill is None else round(self.skill, 4)
+        if self.assessment:
+            a = self.assessment
+            out.update(
+                expected_gain_ops=round(a["expected"], 1),
+                lower_gain_ops=round(a["lower"], 1),
+                worst_gain_ops=round(a["worst"], 1),
+                stay_ops=round(a["stay"], 1),
+                gain_share=round(a["share"], 5),
+                gain_low_share=round(a["share_low"], 5),
+                scenarios=a["n"],
+            )
+        return out
+
+
+def _spread(count, most):
+    """Indexes of at most `most` of count items, evenly spread, the newest always kept."""
+    if count <= most:
+        return list(range(count))
+    return sorted({int(round(i * (count - 1) / (most - 1))) for i in range(most)})
+
+
+def analogs(states, now, radius):
+    """Indexes of the origins that saw a workload like now's: every ratio field of the origin's last observed
+    workload (states, one mapping per origin) within radius of now's. Errors depend on where the workload is (a
+    read-heavy stretch can only fall), so only past moments like this one say what may come next. Without states
+    or now, every origin."""
+    if states is None or now is None:
+        return None
+    out = []
+    for index, state in enumerate(states):
+        common = [f for f in now if f in state and FIELD_BOUNDS.get(f) == (0.0, 1.0)]
+        if common and all(abs(float(state[f]) - float(now[f])) <= radius + 1e-9 for f in common):
+            out.append(index)
+    return out
+
+
+def decide(
+    make_line,
+    current,
+    forecast,
+    persistence,
+    forecast_errors=(),
+    persistence_errors=(),
+    policy=None,
+    since_switch_s=None,
+    previous=None,
+    tail_s=0.0,
+    min_gain=0.0,
+    origins=None,
+    states=None,
+    now=None,
+):
+    """Whether to start a switch now, and to which candidate.
+
+    make_line(path) -> cost_benefit.Timeline of a workload path ({field: [values per step]}); forecast and
+    persistence: the two paths over the lookahead (persistence: the last observed workload held); *_errors: their
+    error paths ({field: [actual - predicted per horizon]} or plain lists for read_ratio), one per origin, oldest
+    first; origins: the step of each path's origin (paths closer than their window are not independent; None: all
+    are); states and now: the last observed workload at each origin and now ({field: value}): only the origins
+    like now count (analogs()), and with fewer than min_paths of them no error is known (a cold start);
+    since_switch_s: seconds since the last switch ended (None: none known); previous: the candidate index left by
+    the last switch (hysteresis).
+
+    The central path is the forecast when it beats persistence by skill_margin, else persistence. When the plan
+    on a skilled forecast waits, nothing starts. Otherwise every candidate is valued in the scenarios (the plan's
+    own target held until its next switch, the others over the lookahead) and the one with the highest lower
+    bound is chosen when that bound exceeds the margin. Returns a Decision."""
+    policy = policy or SafetyPolicy()
+    forecast_errors = _field_paths(forecast_errors, "read_ratio")
+    persistence_errors = _field_paths(persistence_errors, "read_ratio")
+    if forecast_errors and persistence_errors and len(forecast_errors) != len(persistence_errors):
+        raise SafetyError(
+            "forecast_errors: give one path per origin, as persistence_errors (%d against %d)"
+            % (len(forecast_errors), len(persistence_errors))
+        )
+    every = list(range(max(len(forecast_errors), len(persistence_errors))))
+    chosen = analogs(states, now, policy.analog_radius)
+    if chosen is None or len(chosen) < policy.min_paths:
+        # No past moment like this one yet: the errors of every moment (a regime not seen before).
+        chosen = every
+    chosen = [chosen[i] for i in _spread(len(chosen), policy.max_paths)]
+    forecast_errors = [forecast_errors[i] for i in chosen if i < len(forecast_errors)]
+    persistence_errors = [persistence_errors[i] for i in chosen if i < len(persistence_errors)]
+    origins = None if origins is None else [origins[i] for i in chosen]
+    if since_switch_s is not None and since_switch_s < policy.min_dwell_s:
+        return Decision(
+            None,
+            "the last switch ended %.0f s ago, under the minimum dwell of %.0f s"
+            % (since_switch_s, policy.min_dwell_s),
+            "dwell",
+        )
+    steps = len(next(iter(forecast.values())))
+    # Paths of one episode are one piece of evidence: trust needs min_independent origins a lookahead apart.
+    independent = effective_paths(len(persistence_errors), origins, steps) if origins is not None else None
+    if independent is not None and independent < policy.min_independent:
+        forecast_errors, persistence_errors = [], []
+    known = len(forecast_errors) >= policy.min_paths and len(persistence_errors) >= policy.min_paths
+    score = skill(forecast_errors, persistence_errors, steps) if known else None
+    if score is not None and score > policy.skill_margin:
+        basis, central, errors = "forecast", forecast, forecast_errors
+    elif len(persistence_errors) >= policy.min_paths:
+        basis, central, errors = "persistence", persistence, persistence_errors
+    else:
+        basis, central, errors = "cold start", persistence, None
+    line = make_line(central)
+    plan = planner.best_plan(line, current, min_gain=min_gain, tail_s=tail_s)
+    if basis == "forecast" and (not plan["switches"] or plan["switches"][0][0] != 0):
+        return Decision(
+            None,
+            "on the forecast (skill %.2f) the plan %s"
+            % (score, "keeps the configuration" if not plan["switches"] else "switches later, not now"),
+            basis,
+            score,
+            None,
+            plan,
+        )
+    planned = plan["switches"][0][2] if plan["switches"] and plan["switches"][0][0] == 0 else None
+    windows = {}
+    for target in range(line.configs):
+        if target == current:
+            continue
+        hold = line.steps
+        if target == planned and len(plan["switches"]) > 1:
+            hold = max(1, plan["switches"][1][0])
+        windows[target] = hold
+    if basis == "forecast" and planned is not None:
+        local = skill(forecast_errors, persistence_errors, windows[planned])
+        if local is not None and local <= policy.skill_margin:
+            basis, central, errors = "persistence", persistence, persistence_errors
+    scenarios = domain_scenarios(central) if errors is None else [apply_errors(central, e) for e in errors]
+    best = None
+    for target, window in windows.items():
+        found = assess(
+            make_line, central, scenarios, current, target, window, policy, cold=errors is None, origins=origins
+        )
+        margin = policy.back_margin if previous is not None and target == previous else policy.margin
+        found["needed"] = margin * max(found["stay"], 0.0)
+        found["target"] = target
+        if best is None or found["lower"] - found["needed"] > best["lower"] - best["needed"]:
+            best = found
+    if best is None:
+        return Decision(None, "no other candidate", basis, score, None, plan)
+    bound = (
+        "the worst of %d domain scenarios" % best["n"]
+        if errors is None
+        else "the %.0f %% lower bound over %d scenarios (%.1f independent)"
+        % (100 * policy.confidence, best["n"], best["n_eff"])
+    )
+    text = "on the %s (skill %s) the best switch, to candidate %d, gains %s ops expected and %s at %s; needed %s" % (
+        basis,
+        "n/a" if score is None else "%.2f" % score,
+        best["target"],
+        f"{best['expected']:,.0f}",
+        f"{best['lower']:,.0f}",
+        bound,
+        f"{best['needed']:,.0f}",
+    )
+    if best["lower"] > best["needed"]:
+        return Decision(best["target"], text, basis, score, best, plan)
+    return Decision(None, text + ": keep the configuration", basis, score, best, plan)

@@ -1,0 +1,113 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""The safety rule: a bad forecast never triggers a switch, cold starts take only sure wins, dwell, hysteresis."""
+
+import numpy as np
+import pytest
+
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import safety
+
+STEPS = 40
+ROLL = planner.Roll(nodes=3, batch=1, restart_s=30.0)
+
+
+def factors(r):
+    """default, read-optimized, write-optimized, balanced (IRIS Fig. 1 trade-offs)."""
+    return [1.0, 1.0 + 0.25 * r - 0.30 * (1 - r), 1.0 + 0.25 * (1 - r) - 0.30 * r, 1.08]
+
+
+def make_line(path):
+    F = np.asarray([[1000.0 * f for f in factors(r)] for r in path["read_ratio"]])
+    return planner.Timeline(F, ROLL, step_s=30.0)
+
+
+def flat(value, steps=STEPS):
+    return {"read_ratio": [value] * steps}
+
+
+def test_a_forecast_no_better_than_persistence_never_triggers_a_switch():
+    # The forecast says a write phase comes; in the past it was wrong by far more than persistence was.
+    forecast = {"read_ratio": [0.9] * 5 + [0.05] * (STEPS - 5)}
+    bad = [[0.85] * STEPS for _i in range(20)]  # it always predicted writes that never came
+    good = [[0.0] * STEPS for _i in range(20)]  # the read-heavy stretch went on
+    decision = safety.decide(make_line, 1, forecast, flat(0.9), bad, good, since_switch_s=None)
+    assert decision.target is None
+    assert decision.basis == "persistence" and decision.skill <= 0
+
+
+def test_a_skilled_forecast_that_waits_keeps_the_configuration():
+    forecast = {"read_ratio": [0.9] * 20 + [0.05] * (STEPS - 20)}
+    small = [[0.01] * STEPS for _i in range(20)]
+    large = [[0.5] * STEPS for _i in range(20)]
+    decision = safety.decide(make_line, 1, forecast, flat(0.9), small, large)
+    assert decision.target is None and decision.basis == "forecast"
+
+
+def test_a_skilled_forecast_switches_when_the_gain_holds_in_every_past_error():
+    forecast = flat(0.05)
+    small = [[0.02 * ((i % 3) - 1)] * STEPS for i in range(30)]
+    large = [[0.6 * ((i % 2) * 2 - 1)] * STEPS for i in range(30)]
+    decision = safety.decide(make_line, 1, forecast, flat(0.9), small, large)
+    assert decision.target == 2 and decision.basis == "forecast"
+    summary = decision.to_dict()
+    assert summary["lower_gain_ops"] > 0 and summary["gain_low_share"] > 0
+
+
+def test_a_cold_start_switches_only_to_a_configuration_that_wins_everywhere():
+    # No error known: from the default only "balanced" (better at every read ratio) is safe.
+    decision = safety.decide(make_line, 0, flat(0.95), flat(0.95))
+    assert decision.basis == "cold start" and decision.target == 3
+    # From balanced, read-optimized wins at 0.95 but loses elsewhere: no switch.
+    assert safety.decide(make_line, 3, flat(0.95), flat(0.95)).target is None
+
+
+def test_dwell_and_hysteresis():
+    decision = safety.decide(make_line, 0, flat(0.95), flat(0.95), since_switch_s=100.0)
+    assert decision.target is None and decision.basis == "dwell"
+    policy = safety.SafetyPolicy(margin=0.0, back_margin=0.5)
+    assert safety.decide(make_line, 0, flat(0.95), flat(0.95), policy=policy).target == 3
+    assert safety.decide(make_line, 0, flat(0.95), flat(0.95), policy=policy, previous=3).target is None
+
+
+def test_paths_of_one_episode_are_one_piece_of_evidence():
+    assert safety.effective_paths(30, list(range(30)), 10) == 3
+    assert safety.effective_paths(5, None, 10) == 5
+    # 20 paths from 20 consecutive origins are one episode: below min_independent, a cold start.
+    forecast = flat(0.05)
+    zero = [[0.0] * STEPS for _i in range(20)]
+    decision = safety.decide(make_line, 1, forecast, flat(0.9), zero, zero, origins=list(range(20)))
+    assert decision.basis == "cold start"
+
+
+def test_analogs_keep_the_origins_like_now():
+    states = [{"read_ratio": 0.9}, {"read_ratio": 0.1}, {"read_ratio": 0.8}]
+    assert safety.analogs(states, {"read_ratio": 0.85}, 0.1) == [0, 2]
+    assert safety.analogs(None, {"read_ratio": 0.85}, 0.1) is None
+
+
+def test_error_paths_and_skill():
+    actual = [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert safety.error_paths(actual, {0: [1.0, 1.0], 1: [2.0, 2.0], 3: [4.0, 4.0]}, 2) == [[0.0, 1.0], [0.0, 1.0]]
+    assert safety.persistence_paths(actual, [0, 1, 3], 2) == [[1.0, 2.0], [1.0, 2.0]]
+    assert safety.skill([{"r": [0.1]}], [{"r": [0.2]}], 1) == pytest.approx(0.5)
+    assert safety.skill([], [{"r": [0.2]}], 1) is None
+
+
+def test_apply_errors_clips_to_the_field_bounds():
+    out = safety.apply_errors({"read_ratio": [0.9, 0.9], "throughput": [10.0, 10.0]}, {"read_ratio": [0.3, -1.0]})
+    assert out == {"read_ratio": [1.0, 0.0], "throughput": [10.0, 10.0]}
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"confidence": 1.5}, "safety.confidence"),
+        ({"min_paths": 1}, "safety.min_paths"),
+        ({"max_paths": 4, "min_paths": 8}, "safety.max_paths"),
+        ({"speed": 1}, "safety.speed: not an option"),
+    ],
+)
+def test_bad_settings_name_the_field(settings, message):
+    with pytest.raises(safety.SafetyError, match=message):
+        safety.SafetyPolicy.from_dict(settings)
