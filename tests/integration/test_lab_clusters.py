@@ -827,6 +827,9 @@ def _autotune_under_load(tmp_path, default_config, claimed):
                 tactician_autotune_mode="auto",
                 tactician_autotune_min_gain=-1,
                 tactician_autotune_demand="unbounded",
+                # This test exercises the apply path; the guard (unit-tested, and in benchmarks/plan_safety.py)
+                # would rightly refuse a switch on a minute of history.
+                tactician_autotune_safety={"enabled": False},
                 # The race's slowest configuration claimed as the one in place: the plan's best switch away from
                 # it is the largest gain the surrogate knows.
                 tactician_current_configuration=claimed,
