@@ -273,7 +273,7 @@ def make_plan(
             switches = [(0, target)] if target is not None else []
             result = {
                 "switches": line.applied(switches, 0),
-                "ops": line.value(switches, 0),
+                "ops": float(line.value(switches, 0)),
                 "stay_ops": result["stay_ops"],
                 "solver": result["solver"] + "+safety",
             }

@@ -319,17 +319,19 @@ class Decision:
 
     def to_dict(self):
         out = {"switch": self.target is not None, "target": self.target, "basis": self.basis, "reason": self.reason}
-        out["skill"] = None if self.skill is None else round(self.skill, 4)
+        out["skill"] = None if self.skill is None else round(float(self.skill), 4)
+        out["target"] = None if self.target is None else int(self.target)
         if self.assessment:
             a = self.assessment
             out.update(
-                expected_gain_ops=round(a["expected"], 1),
-                lower_gain_ops=round(a["lower"], 1),
-                worst_gain_ops=round(a["worst"], 1),
-                stay_ops=round(a["stay"], 1),
-                gain_share=round(a["share"], 5),
-                gain_low_share=round(a["share_low"], 5),
-                scenarios=a["n"],
+                expected_gain_ops=round(float(a["expected"]), 1),
+                lower_gain_ops=round(float(a["lower"]), 1),
+                worst_gain_ops=round(float(a["worst"]), 1),
+                stay_ops=round(float(a["stay"]), 1),
+                gain_share=round(float(a["share"]), 5),
+                gain_low_share=round(float(a["share_low"]), 5),
+                scenarios=int(a["n"]),
+                independent=float(a.get("n_eff", a["n"])),
             )
         return out
 

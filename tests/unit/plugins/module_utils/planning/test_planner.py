@@ -19,7 +19,13 @@ from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate i
 from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate_design import feasible_by_catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate_features import FeatureSpace
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
-from ansible_collections.tactician.nosql.plugins.module_utils.planning import dynamic, heterogeneous, modes, tuner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import (
+    dynamic,
+    heterogeneous,
+    modes,
+    safety,
+    tuner,
+)
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 from ansible_collections.tactician.nosql.plugins.module_utils.planning.cost_benefit import PlanError, Roll, Timeline
 
@@ -487,3 +493,34 @@ def test_redis_layout_gives_one_complete_set_per_member_rank():
     layout = {"m1:6381": ["r1:6384"], "m2:6382": ["r2:6385"], "m3:6383": ["r3:6386"]}
     sets, hosts = heterogeneous.cluster_sets({"shards": layout}, store="redis")
     assert sets == [["m1:6381", "m2:6382", "m3:6383"], ["r1:6384", "r2:6385", "r3:6386"]] and len(hosts) == 6
+
+
+def test_the_guard_decides_the_first_switch_and_the_plan_file_holds_its_numbers(model, catalog, tmp_path):
+    f_ops = tuner.Throughput(model, hardware=HW, nodes=3)
+    roll = Roll(nodes=3, batch=2, restart_s=60)
+    forecast = _phased_forecast([(0.1, 45)])
+    forecast["method"] = "markov"
+    # The forecast said a long write phase three times before and each time reads went on: it is worth nothing.
+    steps = 45
+    forecast["errors"] = {
+        "origins": [0, 60, 120, 180, 240, 300],
+        "states": [{"read_ratio": 0.9}] * 6,
+        "now": {"read_ratio": 0.9},
+        "forecast": [{"read_ratio": [0.8] * steps}] * 6,
+        "persistence": [{"read_ratio": [0.0] * steps}] * 6,
+    }
+    policy = safety.SafetyPolicy(min_paths=4)
+    body = dynamic.make_plan(f_ops, forecast, {}, roll, catalog, default={}, safety=policy)
+    assert body["safety"]["basis"] == "persistence" and not body["safety"]["switch"]
+    assert not body["steps"] and body["reasons"][0].startswith("safety: ")
+    # The same forecast with a record of being right: the plan's first switch starts, with its lower bound.
+    forecast["errors"]["forecast"] = [{"read_ratio": [0.0] * steps}] * 6
+    forecast["errors"]["persistence"] = [{"read_ratio": [-0.8] * steps}] * 6
+    forecast["errors"]["states"] = [{"read_ratio": 0.9}] * 6
+    trusted = dynamic.make_plan(f_ops, forecast, {}, roll, catalog, default={}, safety=policy)
+    assert trusted["safety"]["basis"] == "forecast"
+    if trusted["safety"]["switch"]:
+        assert trusted["steps"][0]["offset_s"] == 0 and "gain_low_share" in trusted["steps"][0]["predicted"]
+    doc = planfile.build(trusted, "cassandra", 1_800_000_000, "5.0.9", {"cl": "ONE", "nodes": 3}, {"file": "m.json"})
+    planfile.save_plan(str(tmp_path / "p.yml"), doc)
+    assert planfile.load_plan(str(tmp_path / "p.yml")) == doc

@@ -111,3 +111,11 @@ def test_apply_errors_clips_to_the_field_bounds():
 def test_bad_settings_name_the_field(settings, message):
     with pytest.raises(safety.SafetyError, match=message):
         safety.SafetyPolicy.from_dict(settings)
+
+
+def test_the_decision_is_plain_data_for_the_plan_file():
+    import yaml
+
+    decision = safety.decide(make_line, 0, flat(0.95), flat(0.95)).to_dict()
+    text = yaml.safe_dump(decision)
+    assert yaml.safe_load(text) == decision and decision["target"] == 3
