@@ -387,8 +387,9 @@ def decide(
 
     The central path is the forecast when it beats persistence by skill_margin, else persistence. When the plan
     on a skilled forecast waits, nothing starts. Otherwise every candidate is valued in the scenarios (the plan's
-    own target held until its next switch, the others over the lookahead) and the one with the highest lower
-    bound is chosen when that bound exceeds the margin. Returns a Decision."""
+    own target held until its next switch, the others over the lookahead): the plan's target when its lower bound
+    exceeds the margin, else the one with the highest lower bound when that exceeds the margin. Returns a
+    Decision."""
     policy = policy or SafetyPolicy()
     forecast_errors = _field_paths(forecast_errors, "read_ratio")
     persistence_errors = _field_paths(persistence_errors, "read_ratio")
@@ -453,7 +454,10 @@ def decide(
             basis, central, errors = "persistence", persistence, persistence_errors
     scenarios = domain_scenarios(central) if errors is None else [apply_errors(central, e) for e in errors]
     best = None
-    for target, window in windows.items():
+    # The plan's own target first: when it holds under the uncertainty, the plan's choice stands.
+    order = sorted(windows, key=lambda t: t != planned)
+    for target in order:
+        window = windows[target]
         found = assess(
             make_line, central, scenarios, current, target, window, policy, cold=errors is None, origins=origins
         )
@@ -462,6 +466,8 @@ def decide(
         found["target"] = target
         if best is None or found["lower"] - found["needed"] > best["lower"] - best["needed"]:
             best = found
+        if target == planned and found["lower"] > found["needed"]:
+            break
     if best is None:
         return Decision(None, "no other candidate", basis, score, None, plan)
     bound = (
