@@ -205,7 +205,7 @@ def _pieces(layout, duration, step_s, steps):
     """[(step, seconds, share of nodes on the old configuration, share on the new)] of a switch at time 0 held
     until steps * step_s."""
     horizon = steps * step_s
-    segments = [(a, b, w_old, w_new) for a, b, w_old, w_new in layout] + [(duration, horizon, 0.0, 1.0)]
+    segments = [tuple(part) for part in layout] + [(duration, horizon, 0.0, 1.0)]
     out = []
     for a, b, w_old, w_new in segments:
         a, b = max(0.0, a), min(horizon, b)
