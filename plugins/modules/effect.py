@@ -189,9 +189,10 @@ summary:
   type: str
 revert_plan:
   description:
-    - The revert plan (C(path), C(due) - to be rolled, C(status) planned or rolled, C(approved), C(digest),
-      C(effect), C(plan) - the document) when the record asks for a revert and O(revert_plan_file) is given; else
-      null.
+    - The revert plan when the record asks for a revert and O(revert_plan_file) is given; else null. C(path),
+      C(due) (not rolled yet), C(status) (planned or rolled), C(approved), C(digest), C(effect) (the effect
+      record's key), C(plan) (the document), C(roll) (due, approved and not check mode - roll it now), C(next)
+      (what happens next, for a person).
   returned: unless revert_rolled
   type: dict
 training_rows:

@@ -650,8 +650,9 @@ def prepare_revert(history, doc, step, record, path, current=None, plan=None, ap
     already for this record), approved by approve_by when given, and the revert kept in history (status planned).
 
     A revert already rolled (the history says so) is not made again: due is False. Check mode writes nothing and
-    approves nothing. Returns (changed, {"path", "due", "status", "approved", "digest", "effect", "plan"}) or
-    (False, None) when the record asks for no revert."""
+    approves nothing. Returns (changed, {"path", "due", "status", "approved", "digest", "effect", "plan", "roll"
+    (due, approved and not check mode: roll it now), "next" (what happens next, for a person)}) or (False, None)
+    when the record asks for no revert."""
     if not record.get("revert"):
         return False, None
     rkey = revert_key(record)
@@ -665,6 +666,9 @@ def prepare_revert(history, doc, step, record, path, current=None, plan=None, ap
             "digest": state.get("digest"),
             "effect": state_key(record),
             "plan": None,
+            "roll": False,
+            "next": "the step was rolled back already (%s, %s): not again"
+            % (state.get("plan_file"), state.get("rolled")),
         }
     existing = None
     if path and os.path.exists(path):
@@ -701,6 +705,15 @@ def prepare_revert(history, doc, step, record, path, current=None, plan=None, ap
     if history is not None and not check_mode and state != entry:
         history.save_state(rkey, entry)
         changed = True
+    if check_mode:
+        after = "check mode: the revert plan %s is neither written nor approved, and not rolled" % path
+    elif entry["approved"]:
+        after = "the revert plan %s is approved by %s: it is rolled now" % (path, entry["approved_by"])
+    else:
+        after = (
+            "the revert plan %s waits for a person: approve it (playbooks/approve_plan.yml), then autotune in mode"
+            " approve rolls it" % path
+        )
     return changed, {
         "path": path,
         "due": True,
@@ -709,6 +722,8 @@ def prepare_revert(history, doc, step, record, path, current=None, plan=None, ap
         "digest": entry["digest"],
         "effect": entry["effect"],
         "plan": doc_out,
+        "roll": entry["approved"] and not check_mode,
+        "next": after,
     }
 
 
