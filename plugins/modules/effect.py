@@ -176,8 +176,8 @@ effect:
       description: Keep, revert or no judgement, and why, for a person.
       type: str
     revert:
-      description: The configuration to go back to (C(configuration), C(full_configuration), C(undo), C(nodes),
-        C(reason)), when below_lower_bound is true; else null.
+      description: The configuration to go back to (C(configuration), C(full_configuration), C(undo), C(nodes)),
+        when below_lower_bound is true and the step can be rolled back; else null.
       type: dict
     notes:
       description: Why the measured gain may not be the configuration's alone.

@@ -426,7 +426,7 @@ def realized(
                 decision = "below the lower bound, but no revert: %s; %s" % (why_not, words)
             else:
                 decision = "revert: even the upper end of the interval is below the lower bound; %s" % words
-                revert = dict(target, reason=decision)
+                revert = target
 
     return {
         "schema": EFFECT_SCHEMA,

@@ -85,7 +85,7 @@ def test_check_mode_then_revert_then_nothing_then_rolled(tmp_path, plan_path):
     assert done["changed"] is True and done["effect"]["verdict"] == "valid"
     assert done["effect"]["revert"]["configuration"] == {"concurrent_reads": 32}
     revert = done["revert_plan"]
-    assert revert["due"] is True and revert["approved"] is True and revert["status"] == "planned"
+    assert revert["due"] is True and revert["approved"] is True and revert["status"] == "planned" and revert["roll"]
     on_disk = planfile.load_plan(args["revert_plan_file"])
     assert revert["digest"] == planfile.digest(on_disk) and on_disk["revert_of"]["plan"] == plan_path
     assert planfile.check_approved(on_disk, FORWARD) is not None

@@ -300,7 +300,8 @@ def test_prepare_revert_writes_approves_and_keeps_it_once(tmp_path):
     plan, record = _below()
     path = str(tmp_path / "lab-revert.yml")
     changed, info = effects.prepare_revert(store, plan, 0, record, path, current=CURRENT, approve_by="autotune")
-    assert changed and info["due"] and info["approved"] and info["status"] == "planned"
+    assert changed and info["due"] and info["approved"] and info["status"] == "planned" and info["roll"] is True
+    assert info["next"] == "the revert plan %s is approved by autotune: it is rolled now" % path
     on_disk = planfile.load_plan(path)
     assert planfile.approval_state(on_disk)["digest_ok"] and info["digest"] == planfile.digest(on_disk)
     state = store.load_state(effects.revert_key(record))
@@ -311,7 +312,8 @@ def test_prepare_revert_writes_approves_and_keeps_it_once(tmp_path):
     assert not changed and again["digest"] == info["digest"] and open(path).read() == text
     assert effects.mark_rolled(store, plan, 0) is True and effects.mark_rolled(store, plan, 0) is False
     changed, done = effects.prepare_revert(store, plan, 0, record, path, current=CURRENT, approve_by="autotune")
-    assert not changed and done["due"] is False and done["status"] == "rolled"
+    assert not changed and done["due"] is False and done["status"] == "rolled" and done["roll"] is False
+    assert done["next"].startswith("the step was rolled back already (%s, " % path)
     assert [r["status"] for r in effects.reverts(store, "lab")] == ["rolled"] and len(effects.effects(store)) == 0
     store.close()
 
@@ -322,9 +324,11 @@ def test_prepare_revert_in_check_mode_writes_and_approves_nothing(tmp_path):
     path = str(tmp_path / "lab-revert.yml")
     changed, info = effects.prepare_revert(store, plan, 0, record, path, approve_by="autotune", check_mode=True)
     assert changed and info["due"] and info["approved"] is False and not os.path.exists(path)
+    assert info["roll"] is False and info["next"].startswith("check mode: the revert plan")
     assert store.load_state(effects.revert_key(record)) is None
     _changed, mine = effects.prepare_revert(store, plan, 0, record, path, approve_by=None)
     assert mine["approved"] is False and planfile.load_plan(path)["approval"]["approved"] is False
+    assert mine["roll"] is False and "waits for a person" in mine["next"]
     other_plan, other = _below(dynamic_plan(gain_low_share=0.0))
     other_plan["created"] = "2030-01-01T00:00:00Z"
     other = effects.realized(other_plan, side(4000, 4100, 3950), side(3500, 3600, 3550), current=CURRENT)
