@@ -197,8 +197,8 @@ revert_plan:
   type: dict
 training_rows:
   description:
-    - The measured points of a valid record, as C(tactician.nosql.model) O(action=record) takes them (C(key), C(row));
-      empty otherwise.
+    - The measured points of a valid record (C(key), C(row)), as M(tactician.nosql.model) takes them with
+      C(action=record); empty otherwise.
   returned: unless revert_rolled
   type: list
   elements: dict
