@@ -602,10 +602,13 @@ def revert_plan(doc, step, record, current=None, plan=None, start=None):
         reason=reason,
     )
     gain_back = measured["before"] / measured["after"] - 1.0 if measured["after"] else None
+    # over one decision step of the forward plan, the ops the measured throughputs give (no model is asked)
+    seconds = float((doc.get("lookahead") or {}).get("step_s") or 30.0)
     body = {
         "steps": [new],
         "predicted": {
-            "ops": None,
+            "ops": round(measured["before"] * seconds, 1),
+            "in_place_ops": round(measured["after"] * seconds, 1),
             "ops_per_s": measured["before"],
             "gain_share": None if gain_back is None else round(gain_back, 5),
             "source": "measured by effect record %s" % key,
@@ -625,7 +628,7 @@ def revert_plan(doc, step, record, current=None, plan=None, start=None):
         doc.get("cluster") or {},
         doc.get("model") or {},
         forward,
-        lookahead={"steps": 1, "seconds": 0.0},
+        lookahead={"steps": 1, "step_s": seconds, "seconds": seconds},
         kind=doc.get("kind") or "dynamic",
     )
     revert["consistency_level"] = doc.get("consistency_level") or revert["consistency_level"]
@@ -732,13 +735,18 @@ def mark_rolled(history, doc, step, at=None, check_mode=False):
     EffectError when no revert of that step was planned."""
     _steps(doc, step)
     key = _key(REVERT_PREFIX, (doc.get("cluster") or {}).get("name"), doc.get("created"), step)
-    state = history.load_state(key)
-    if not state:
+    if not history.load_state(key):
         raise EffectError(
             "revert_rolled: no revert of step %d of the plan created %s is planned in the history (%s)"
             % (step, doc.get("created"), key)
         )
-    if state.get("status") == "rolled":
+    return _rolled(history, key, at, check_mode)
+
+
+def _rolled(history, key, at, check_mode):
+    """Mark the revert state at key rolled; False when there is none or it is rolled already."""
+    state = history.load_state(key)
+    if not state or state.get("status") == "rolled":
         return False
     if not check_mode:
         history.save_state(key, dict(state, status="rolled", rolled=planfile.stamp(_time() if at is None else at)))
@@ -819,7 +827,8 @@ def record_effect(
 ):
     """What the module effect does: the record, kept in history (None: not kept; history_missing: a history file
     that check mode did not create), the revert plan when the record asks for one and revert_plan_file is given,
-    and the measured points for the models. Returns {"changed", "effect", "summary", "revert_plan",
+    and the measured points for the models. The effect of an applied revert plan marks its revert rolled (a person
+    approved it and autotune applied it in mode approve). Returns {"changed", "effect", "summary", "revert_plan",
     "training_rows"}."""
     record = realized(
         doc,
@@ -836,6 +845,10 @@ def record_effect(
     changed = bool(history_missing)
     if history is not None:
         changed = history.load_state(state_key(record)) != record if check_mode else save(history, record)
+        answered = (doc.get("revert_of") or {}).get("effect")
+        if applied and answered and answered.startswith(STATE_PREFIX):
+            # a revert plan applied some other way (mode approve, after a person approved it): its revert is rolled
+            changed = _rolled(history, REVERT_PREFIX + answered[len(STATE_PREFIX) :], None, check_mode) or changed
     revert = None
     if revert_plan_file:
         revert_changed, revert = prepare_revert(

@@ -132,3 +132,27 @@ def test_failures_name_the_field(tmp_path, plan_path):
     assert bad["failed"] and "revert_rolled is False but all of the following are missing: after" in bad["msg"]
     bad = run_module(tmp_path, dict(plan_file=plan_path, revert_rolled=True, history=str(tmp_path / "h.sqlite3")))
     assert bad["failed"] and bad["msg"].startswith("revert_rolled: no revert of step 0 of the plan created")
+
+
+def test_a_revert_plan_applied_in_mode_approve_marks_its_revert_rolled(tmp_path, plan_path):
+    args = _args(tmp_path, plan_path, windows(4000, 4100, 3950), windows(3500, 3600, 3550))
+    first = run_module(tmp_path, args)
+    assert first["revert_plan"]["approved"] is False
+    planfile.set_approval(args["revert_plan_file"], "approved", by="jane")
+    revert = dict(
+        plan_file=args["revert_plan_file"],
+        before=windows(3500, 3600, 3550),
+        after=windows(3950, 4050, 4000),
+        current=FORWARD,
+        history=args["history"],
+        revert_plan_file=str(tmp_path / "lab-revert-of-revert.yml"),
+    )
+    done = run_module(tmp_path, revert)
+    assert done["changed"] is True and done["effect"]["plan"]["revert_of"] == effects.state_key(first["effect"])
+    assert done["effect"]["below_lower_bound"] is False and done["revert_plan"] is None
+    store = history.open_history(args["history"], readonly=True)
+    try:
+        assert [r["status"] for r in effects.reverts(store, "lab")] == ["rolled"]
+    finally:
+        store.close()
+    assert run_module(tmp_path, args)["revert_plan"]["due"] is False

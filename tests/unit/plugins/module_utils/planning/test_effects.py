@@ -272,9 +272,10 @@ def test_the_revert_plan_is_one_step_back_naming_the_effect_record():
     assert step["predicted"]["ops_per_s_before"] == 3550.0 and step["predicted"]["ops_per_s_after"] == 4016.7
     assert "effect record effect/lab/%s/0" % plan["created"] in step["reason"]
     assert revert["current"]["configuration"] == {"concurrent_reads": 64, "concurrent_writes": 32}
-    assert (
-        revert["revert_of"]["effect"] == effects.state_key(record) and revert["revert_of"]["plan"] == "plans/lab-1.yml"
-    )
+    assert revert["revert_of"]["effect"] == effects.state_key(record)
+    assert revert["revert_of"]["plan"] == "plans/lab-1.yml"
+    assert revert["predicted"]["ops"] == pytest.approx(4016.7 * 30) and revert["predicted"]["gain_share"] > 0
+    assert planfile.summary(revert)[0].startswith("dynamic plan for cassandra, lookahead 30.0 s from")
     # approved, it passes the checks of mode approve against the configuration the forward step left in place
     approved = planfile.approve(revert, "autotune")
     assert planfile.check_approved(approved, {"concurrent_reads": 64, "concurrent_writes": 32}) is approved
