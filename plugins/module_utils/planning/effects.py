@@ -304,6 +304,81 @@ def revert_target(doc, step=0, current=None):
 
 
 # ---------------------------------------------------------------------------------------------- the record
+def _implausible(side0, side1, plausible_ratio):
+    """Why the two windows are a measurement error rather than a result (an empty list when they are not)."""
+    tput0, tput1 = side0["throughput"], side1["throughput"]
+    if tput0 <= 0:
+        return ["no throughput before the switch (0 ops/s): there is no relative gain to measure"]
+    found = []
+    ratio = tput1 / tput0
+    if not 1.0 / plausible_ratio <= ratio <= plausible_ratio:
+        found.append(
+            "a realized change of %+.1f %% (after/before %.2f) is outside the plausible [1/%g, %g]: a"
+            " measurement error, not a result" % (100.0 * (ratio - 1.0), ratio, plausible_ratio, plausible_ratio)
+        )
+    for name, side, other_name, other in (("before", side0, "after", side1), ("after", side1, "before", side0)):
+        if other["median"] > 0 and side["throughput"] < other["median"] / plausible_ratio:
+            found.append(
+                "the %s window served %s ops/s, far below the %s window's sub-window median of %s (under 1/%g of"
+                " it): it caught a collapse (compaction debt, a node away), not the configuration"
+                % (name, f"{side['throughput']:,.0f}", other_name, f"{other['median']:,.0f}", plausible_ratio)
+            )
+    return found
+
+
+def _throttled(side0, side1, offered, offered_tolerance):
+    """Which windows served (almost) all the clients offered (an empty list when offered is unknown)."""
+    if offered is None:
+        return []
+    return [
+        "the %s window served %s of the %s ops/s the clients offer: it measures the clients' limit"
+        % (name, f"{side['throughput']:,.0f}", f"{offered:,.0f}")
+        for name, side in (("before", side0), ("after", side1))
+        if side["throughput"] >= (1.0 - offered_tolerance) * offered
+    ]
+
+
+def _judge(doc, step, current, applied, verdict, measured_gain, interval, bound, side0, side1):
+    """(below_lower_bound, decision, revert) of a record: judged only for an applied step, a valid verdict and an
+    interval; a revert only below the bound, for a step that is not itself a revert and that a roll takes back."""
+    bound, bound_source = bound
+    below = None
+    revert = None
+    if not applied:
+        decision = "no judgement: the step was not applied"
+    elif verdict != "valid":
+        decision = "no judgement: the measurement is %s%s, so nothing is reverted" % (
+            verdict,
+            " (a measurement error)" if verdict == "implausible" else "",
+        )
+    elif interval is None:
+        decision = (
+            "no judgement: a confidence interval needs at least 2 sub-windows a side (got %d before, %d after)"
+            % (len(side0["subwindows"]), len(side1["subwindows"]))
+        )
+    else:
+        below = interval[1] < bound
+        words = "realized %+.1f %% [95 %% CI %+.1f %%, %+.1f %%], lower bound %+.1f %% (%s)" % (
+            100.0 * measured_gain,
+            100.0 * interval[0],
+            100.0 * interval[1],
+            100.0 * bound,
+            bound_source,
+        )
+        if not below:
+            decision = "keep: the interval reaches the lower bound; %s" % words
+        elif doc.get("revert_of"):
+            decision = "below the lower bound, but a revert is not reverted again (a person decides); %s" % words
+        else:
+            target, why_not = revert_target(doc, step, current)
+            if target is None:
+                decision = "below the lower bound, but no revert: %s; %s" % (why_not, words)
+            else:
+                decision = "revert: even the upper end of the interval is below the lower bound; %s" % words
+                revert = target
+    return below, decision, revert
+
+
 def realized(
     doc,
     before,
@@ -335,33 +410,10 @@ def realized(
     tput0, tput1 = side0["throughput"], side1["throughput"]
     read0, read1 = side0["read_ratio"], side1["read_ratio"]
     raw_gain = tput1 / tput0 - 1.0 if tput0 > 0 else None
-    ratio = tput1 / tput0 if tput0 > 0 else None
 
-    implausible = []
-    if tput0 <= 0:
-        implausible.append("no throughput before the switch (0 ops/s): there is no relative gain to measure")
-    else:
-        if not 1.0 / plausible_ratio <= ratio <= plausible_ratio:
-            implausible.append(
-                "a realized change of %+.1f %% (after/before %.2f) is outside the plausible [1/%g, %g]: a"
-                " measurement error, not a result" % (100.0 * raw_gain, ratio, plausible_ratio, plausible_ratio)
-            )
-        for name, side, other_name, other in (("before", side0, "after", side1), ("after", side1, "before", side0)):
-            if other["median"] > 0 and side["throughput"] < other["median"] / plausible_ratio:
-                implausible.append(
-                    "the %s window served %s ops/s, far below the %s window's sub-window median of %s (under 1/%g of"
-                    " it): it caught a collapse (compaction debt, a node away), not the configuration"
-                    % (name, f"{side['throughput']:,.0f}", other_name, f"{other['median']:,.0f}", plausible_ratio)
-                )
+    implausible = _implausible(side0, side1, plausible_ratio)
     same = read0 is not None and read1 is not None and abs(read1 - read0) <= same_mix_tolerance
-    throttled = []
-    if offered is not None:
-        for name, side in (("before", side0), ("after", side1)):
-            if side["throughput"] >= (1.0 - offered_tolerance) * offered:
-                throttled.append(
-                    "the %s window served %s of the %s ops/s the clients offer: it measures the clients' limit"
-                    % (name, f"{side['throughput']:,.0f}", f"{offered:,.0f}")
-                )
+    throttled = _throttled(side0, side1, offered, offered_tolerance)
     if implausible:
         verdict = "implausible"
     elif not same:
@@ -379,7 +431,6 @@ def realized(
     if measured_gain is not None and prediction["gain"] is not None:
         error = measured_gain - prediction["gain"]
     bound, bound_source = lower_bound(doc, step)
-    is_revert = bool(doc.get("revert_of"))
 
     notes = []
     if not applied:
@@ -393,40 +444,9 @@ def realized(
     notes.extend(side0["problems"] + side1["problems"])
     notes.extend(throttled)
 
-    below = None
-    revert = None
-    if not applied:
-        decision = "no judgement: the step was not applied"
-    elif verdict != "valid":
-        decision = "no judgement: the measurement is %s%s, so nothing is reverted" % (
-            verdict,
-            " (a measurement error)" if verdict == "implausible" else "",
-        )
-    elif interval is None:
-        decision = (
-            "no judgement: a confidence interval needs at least 2 sub-windows a side (got %d before, %d after)"
-            % (len(side0["subwindows"]), len(side1["subwindows"]))
-        )
-    else:
-        below = interval[1] < bound
-        words = "realized %+.1f %% [95 %% CI %+.1f %%, %+.1f %%], lower bound %+.1f %% (%s)" % (
-            100.0 * measured_gain,
-            100.0 * interval[0],
-            100.0 * interval[1],
-            100.0 * bound,
-            bound_source,
-        )
-        if not below:
-            decision = "keep: the interval reaches the lower bound; %s" % words
-        elif is_revert:
-            decision = "below the lower bound, but a revert is not reverted again (a person decides); %s" % words
-        else:
-            target, why_not = revert_target(doc, step, current)
-            if target is None:
-                decision = "below the lower bound, but no revert: %s; %s" % (why_not, words)
-            else:
-                decision = "revert: even the upper end of the interval is below the lower bound; %s" % words
-                revert = target
+    below, decision, revert = _judge(
+        doc, step, current, applied, verdict, measured_gain, interval, (bound, bound_source), side0, side1
+    )
 
     return {
         "schema": EFFECT_SCHEMA,
@@ -436,7 +456,7 @@ def realized(
             "created": doc.get("created"),
             "kind": doc.get("kind"),
             "step": step,
-            "revert_of": (doc.get("revert_of") or {}).get("effect") if is_revert else None,
+            "revert_of": (doc.get("revert_of") or {}).get("effect"),
         },
         "applied": bool(applied),
         "configuration": prediction["configuration"],
