@@ -20,6 +20,7 @@ A plan file is YAML (schema ``tactician.plan/v1``)::
     predicted: {ops, in_place_ops, gain_ops, gain_share}
     baselines: {default, static_optimized, naive, theoretical_best, in_place}   # ops over the lookahead
     reasons: [...]
+    revert_of: {effect, plan, plan_created, step, ...}   # only a revert plan: the effect record it answers
     approval: {approved: false, by, at}   # approved: {approved: true, by, at, digest} (see approve())
 
 The schema check names the field that is wrong. No secret ever reaches a plan file: a key that looks like one is
@@ -123,6 +124,7 @@ PLAN_SCHEMA = {
         "reasons": {"type": "array", "items": {"type": "string"}},
         "timing": {"type": "object"},
         "solver": {"type": "string"},
+        "revert_of": {"type": "object"},
         "approval": {
             "type": "object",
             "properties": {
