@@ -131,7 +131,8 @@ options:
         workload stays as it is" never triggers one; a minimum dwell and hysteresis stop back-and-forth.
       - Keys (all optional) C(enabled) (default true), C(confidence) (0.9), C(margin) (0.005), C(back_margin) (0.02),
         C(min_dwell_s) (600), C(min_paths) (8), C(max_paths) (60), C(min_independent) (3), C(skill_margin) (0.05),
-        C(model_error) (0, the throughput model's relative error a candidate must beat), C(analog_radius) (0.15).
+        C(model_error) (the throughput model's relative error a candidate must beat; default the surrogate's
+        held-out mean absolute percentage error when its model file records one, else 0), C(analog_radius) (0.15).
     type: dict
     default: {}
   since_switch:

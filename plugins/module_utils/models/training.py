@@ -336,7 +336,7 @@ def fit_surrogate(
         space.feature_names(),
         rows,
         target="ops_per_s",
-        metrics={k: evaluation[k] for k in ("r2", "rmse", "mae", "n") if k in evaluation},
+        metrics={k: evaluation[k] for k in ("r2", "rmse", "mae", "mape", "n") if k in evaluation},
         parameters=list(parameters),
     )
     doc = {"schema": modelstore.MODEL_SCHEMA, "kind": "surrogate", "metadata": metadata, "model": model.to_dict()}

@@ -24,6 +24,7 @@ context's surrogate, roll and configuration in place, then the plan document.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -502,6 +503,15 @@ def safe_first_switch(
     return out
 
 
+def model_error_of(metrics, ceiling=0.5):
+    """The relative error of a surrogate from its held-out metrics (mape, in %), at most ceiling; None when the
+    model file records none (models fitted before mape was kept)."""
+    mape = (metrics or {}).get("mape")
+    if not isinstance(mape, int | float) or isinstance(mape, bool) or not math.isfinite(mape) or mape < 0:
+        return None
+    return min(float(ceiling), float(mape) / 100.0)
+
+
 # ------------------------------------------------------------------------------------------------ the mode
 @dataclass
 class DynamicOptions:
@@ -519,6 +529,7 @@ class DynamicOptions:
     tune_generations: int = 8
     safety: guard.SafetyPolicy | None = None
     since_switch_s: float | None = None
+    model_error_given: bool = False
 
     @classmethod
     def from_params(cls, params):
@@ -549,6 +560,7 @@ class DynamicOptions:
             tail_s=params["tail"],
             safety=guard.SafetyPolicy.from_dict(settings) if enabled else None,
             since_switch_s=params.get("since_switch"),
+            model_error_given="model_error" in settings,
         )
 
 
@@ -558,6 +570,12 @@ def plan(context, options):
     feasible = context.feasible()
     current = context.current_configuration()
     forecast = options.forecast
+    policy = options.safety
+    if policy is not None and not options.model_error_given:
+        # The surrogate's own held-out error: a candidate must beat what is in place by more than the model can tell.
+        error = model_error_of((context.surrogate.facts or {}).get("metrics"))
+        if error is not None:
+            policy = dataclasses.replace(policy, model_error=error)
     if not forecast:
         raise PlanningError("forecast: mode dynamic needs a forecast (predict mode forecast) or a schedule_file")
     body = make_plan(
@@ -576,7 +594,7 @@ def plan(context, options):
         tune_generations=options.tune_generations,
         default=context.default_configuration(),
         tail_s=options.tail_s,
-        safety=options.safety,
+        safety=policy,
         since_switch_s=options.since_switch_s,
     )
     return planfile.build(

@@ -119,3 +119,15 @@ def test_the_decision_is_plain_data_for_the_plan_file():
     decision = safety.decide(make_line, 0, flat(0.95), flat(0.95)).to_dict()
     text = yaml.safe_dump(decision)
     assert yaml.safe_load(text) == decision and decision["target"] == 3
+
+
+def test_the_model_error_comes_from_the_surrogates_held_out_error():
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import dynamic
+
+    assert dynamic.model_error_of({"mape": 12.5}) == 0.125
+    assert dynamic.model_error_of({"mape": 80.0}) == 0.5
+    assert dynamic.model_error_of({"r2": 0.7}) is None and dynamic.model_error_of(None) is None
+    # A model that cannot tell 10 % apart keeps a 9 % better candidate out.
+    sure = safety.decide(make_line, 0, flat(0.5), flat(0.5), policy=safety.SafetyPolicy(model_error=0.0))
+    unsure = safety.decide(make_line, 0, flat(0.5), flat(0.5), policy=safety.SafetyPolicy(model_error=0.1))
+    assert sure.target == 3 and unsure.target is None
