@@ -219,7 +219,8 @@ def _pieces(layout, duration, step_s, steps):
 
 def switch_gain(line, current, target, steps, model_error=0.0):
     """(gain ops, stay ops, steady gain share) of switching from current to target at time 0 and holding it for
-    steps steps, against staying, on line (a Timeline), with the target's throughput lowered by model_error."""
+    steps steps, against staying, on line (a Timeline), with the target's throughput lowered by model_error; when
+    the last step favours current, the roll back to it is charged too."""
     np = _np()
     layout, duration = line.layout_of(current, target)
     steps = min(steps, line.steps)
@@ -233,6 +234,14 @@ def switch_gain(line, current, target, steps, model_error=0.0):
     for k, seconds, w_old, w_new in _pieces(layout, duration, line.step_s, steps):
         switched += served(k, w_old * F[k, current] + w_new * F[k, target] * factor) * seconds
     stay = sum(served(k, F[k, current]) * line.step_s for k in range(steps))
+    # The way back: where the window ends on a workload that favours the configuration left, going back costs a
+    # roll (its ops lost against serving on with the configuration left), so the switch must pay for it too.
+    last = steps - 1
+    if F[last, current] > F[last, target] * factor:
+        back, _duration = line.layout_of(target, current)
+        for a, b, w_old, w_new in back:
+            mixed = w_old * F[last, target] * factor + w_new * F[last, current]
+            switched -= max(0.0, served(last, F[last, current]) - served(last, mixed)) * (b - a)
     # The steady share: every step after the roll, new against old (what an effect measurement compares).
     first = min(steps, int(math.ceil(duration / line.step_s - 1e-9)))
     olds = np.array([served(k, F[k, current]) for k in range(first, steps)])
