@@ -431,6 +431,7 @@ def error_paths(
         "states": [],
         "forecast": [],
         "persistence": [],
+        "now": {field: float(values[n - 1]) for field, values in columns.items()} if n else {},
     }
     if last < first:
         return out
