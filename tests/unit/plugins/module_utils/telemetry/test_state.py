@@ -285,3 +285,28 @@ def test_the_history_refuses_a_bad_state_naming_the_sample(tmp_path):
         with pytest.raises(SampleError, match=r"^samples\[1\]\.state.pending_compactions: -3 is below 0"):
             store.add_samples([good, bad])
         assert store.samples() == []
+
+
+def test_redis_evictions_are_a_rate_over_the_window_and_replicas_count_in_the_state():
+    clock = Clock()
+    start = clock.now
+
+    def node(evicted_per_s, fill):
+        def snapshot():
+            elapsed = clock.now - start
+            return {
+                "counters": {"read": 10 * elapsed, "evicted_keys": evicted_per_s * elapsed},
+                "gauges": {},
+                "state": {"memory_fill": fill, "rdb_bgsave_in_progress": 0},
+            }
+
+        return snapshot
+
+    master = observe.Probe("127.0.0.1:6381", node(4.0, 0.9))
+    replica = observe.Probe("127.0.0.1:6384", node(0.0, 0.7), counted=False)
+    result = observe.observe([master, replica], "redis", "lab", duration=10, interval=5, clock=clock, sleep=clock.sleep)
+    assert result["samples"][0]["state"]["evictions_per_s"] == pytest.approx(4.0)
+    assert result["samples"][1]["state"]["evictions_per_s"] == 0.0
+    cluster = result["aggregate"]["state"]
+    assert cluster["evictions_per_s"] == pytest.approx(4.0) and cluster["memory_fill"] == pytest.approx(0.8)
+    assert cluster["rdb_bgsave_in_progress"] == 0 and cluster["mem_fragmentation_ratio"] is None
