@@ -20,6 +20,7 @@ The parsers take the text or rows as recorded, so they are tested without a serv
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
@@ -147,7 +148,7 @@ def _number(text):
         value = float(text)
     except ValueError:
         return None
-    return value if value == value else None  # NaN: no value
+    return value if math.isfinite(value) else None  # NaN: no value
 
 
 def parse_tablehistograms(text, keyspaces=None):

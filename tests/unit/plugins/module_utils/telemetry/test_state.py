@@ -193,7 +193,7 @@ def test_observe_puts_the_state_in_every_sample_and_the_cluster():
     one, calls = _state_probe(
         "127.0.0.1:9042", clock, lambda t: 3 if t == 10 else 0, {"live_sstables": 4, "sstables_per_read": 1.0}
     )
-    two, _ = _state_probe("127.0.0.2:9042", clock, lambda t: 1, {"live_sstables": 6, "sstables_per_read": 2.0})
+    two, _calls = _state_probe("127.0.0.2:9042", clock, lambda t: 1, {"live_sstables": 6, "sstables_per_read": 2.0})
     result = observe.observe([one, two], "cassandra", "lab", duration=30, interval=5, clock=clock, sleep=clock.sleep)
     first, second = result["samples"]
     assert first["state"]["pending_compactions"] == 3  # a backlog seen at one reading of the window
@@ -208,7 +208,7 @@ def test_observe_puts_the_state_in_every_sample_and_the_cluster():
 
 def test_a_failed_final_reading_leaves_its_fields_null_and_says_why():
     clock = Clock()
-    probe, _ = _state_probe("127.0.0.1:9042", clock, lambda t: 0, fail=True)
+    probe, _calls = _state_probe("127.0.0.1:9042", clock, lambda t: 0, fail=True)
     result = observe.observe([probe], "cassandra", "lab", duration=10, interval=5, clock=clock, sleep=clock.sleep)
     sample = result["samples"][0]
     assert sample["state"]["live_sstables"] is None and sample["state"]["sstables_per_read"] is None
