@@ -11,12 +11,19 @@ description:
   - Snapshots every node's counters every O(interval) seconds for O(duration) seconds (the decision step T_d)
     and returns one workload sample per node and one for the cluster (schema C(tactician.workload_sample/v1)),
     with operations per second by type, read ratio, cache hit ratios, data size, latency percentiles where the store
-    gives them, and CPU (user + system + iowait), memory and disk usage.
+    gives them, CPU (user + system + iowait), memory and disk usage, and the C(state) the store carries (compaction
+    and flush backlogs, SSTables per read, cache and memory fill; see docs/observe.md for each field's source).
   - "Cassandra: the CQL virtual tables (C(system_views.coordinator_read_latency), C(coordinator_write_latency),
     C(coordinator_scan_latency), C(caches), C(disk_usage)); writes count as updates (CQL cannot tell an insert
     from an update). Redis: C(INFO commandstats) mapped to operations, C(INFO stats) keyspace hits and misses,
     C(INFO memory); only masters count in the cluster's operations. MongoDB: C(serverStatus) opcounters and
     WiredTiger cache, C(dbStats)."
+  - "The C(state) of Cassandra from CQL (C(system_views.thread_pools), C(sstable_tasks), C(caches)) at every snapshot;
+    with O(cassandra_home), also C(nodetool tablestats), C(tablehistograms) and C(compactionstats) once per node after
+    the window (about 1.5 s a call), for what Cassandra 5.0 keeps out of the virtual tables: live SSTables, SSTables
+    per read and the compaction strategies' estimate of pending compactions. Redis from C(INFO persistence),
+    C(INFO memory) and C(INFO stats); MongoDB from C(serverStatus) C(wiredTiger.cache). A value the store does not
+    give is null."
   - With O(history), the samples are written to the history store and the rate trackers kept there, so the
     5-minute window fills up over successive runs. Nothing is written unless every node answered.
   - CPU and memory are those of the machine the module runs on; give O(nodes[].pid_file) to add the server
@@ -59,8 +66,11 @@ options:
         description: Inventory name of the node (accepted so the output of the cluster_nodes lookup can be passed).
         type: str
       jmx_port:
-        description: Accepted for the same reason; unused.
+        description: Cassandra JMX port of this node, for nodetool with O(cassandra_home) (default 7199).
         type: int
+      jmx_host:
+        description: Address of the node's JMX, for nodetool with O(cassandra_home) (default 127.0.0.1).
+        type: str
   duration:
     description: Seconds to observe (the sample's window, T_d).
     type: float
@@ -74,6 +84,23 @@ options:
     type: list
     elements: str
     default: []
+  cassandra_home:
+    description:
+      - Cassandra installation whose C(lib/) holds the jars, on the machine the module runs on. When set, nodetool
+        reads each node's live SSTables, SSTables per read and estimated pending compactions after the window;
+        when unset those state fields are null.
+      - A node whose nodetool call fails keeps them null and says why in C(extra.state_error); the sample stands.
+    type: path
+  java:
+    description: The java executable for nodetool.
+    type: path
+    default: java
+  jmx_user:
+    description: JMX user, when JMX authentication is on.
+    type: str
+  jmx_password:
+    description: JMX password (through a private password file, never a command line).
+    type: str
   history:
     description: History store to write to (a SQLite path or C(sqlite:///path)); nothing is written when unset.
     type: str
@@ -104,12 +131,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 samples:
-  description: One workload sample per node (schema tactician.workload_sample/v1).
+  description: One workload sample per node (schema tactician.workload_sample/v1), with its C(state).
   returned: success
   type: list
   elements: dict
 aggregate:
-  description: The cluster's sample (node C(cluster)); Redis counts masters only.
+  description: The cluster's sample (node C(cluster)); Redis counts masters only in the operations. Its C(state)
+    sums the backlogs of every node, takes the worst SSTables per read and fragmentation and the mean fill.
   returned: success
   type: dict
 summary:
@@ -150,8 +178,13 @@ def main():
                     data_dir=dict(type="path"),
                     host=dict(type="str"),
                     jmx_port=dict(type="int"),
+                    jmx_host=dict(type="str"),
                 ),
             ),
+            cassandra_home=dict(type="path"),
+            java=dict(type="path", default="java"),
+            jmx_user=dict(type="str"),
+            jmx_password=dict(type="str", no_log=True),
             duration=dict(type="float", default=30.0),
             interval=dict(type="float", default=5.0),
             keyspaces=dict(type="list", elements="str", default=[], no_log=False),

@@ -241,7 +241,7 @@ def test_load_driver_names_the_unreachable_host_and_writes_nothing(clusters):
     assert task["failed"] and task["msg"].startswith("hosts:") and "127.0.0.99" in task["msg"]
 
 
-def _observe_while_loading(store, hosts, user, password, workload, rate, nodes, keyspaces, history_path):
+def _observe_while_loading(store, hosts, user, password, workload, rate, nodes, keyspaces, history_path, **extra):
     """Drive workload at a fixed rate in the background and observe a 10 s window in the middle of it."""
     import threading
     import time
@@ -277,6 +277,7 @@ def _observe_while_loading(store, hosts, user, password, workload, rate, nodes, 
             obs_password=password,
             obs_keyspaces=keyspaces,
             obs_history=history_path,
+            **extra,
         ),
     )
     worker.join()
@@ -301,6 +302,24 @@ def _assert_observed_rate(observed, driven):
     assert 0.85 * rate <= aggregate["throughput"] <= 1.15 * rate, (aggregate["throughput"], rate)
 
 
+def _assert_state_well_typed(store, state, required=()):
+    """Every state field of the store is there, a whole number or a number >= 0 as its kind says, or null; the
+    fields in required have a value."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import samples
+
+    fields = samples.STATE_FIELDS[store]
+    assert set(state) == set(fields), sorted(state)
+    for name, value in state.items():
+        if value is None:
+            assert name not in required, "%s: no value" % name
+            continue
+        if fields[name].kind == "count":
+            assert isinstance(value, int) and not isinstance(value, bool), (name, value)
+        else:
+            assert isinstance(value, (int, float)) and not isinstance(value, bool), (name, value)
+        assert value >= 0, (name, value)
+
+
 def test_observe_sees_the_drivers_rate_and_mix_on_cassandra(clusters, tmp_path):
     history_path = str(tmp_path / "history.sqlite3")
     load = _load(
@@ -315,9 +334,10 @@ def test_observe_sees_the_drivers_rate_and_mix_on_cassandra(clusters, tmp_path):
         "cassandra",
         "a",
         800,
-        [{"address": "127.0.0.11", "pid_file": pid_file}],
+        [{"address": "127.0.0.11", "pid_file": pid_file, "jmx_port": 7499}],
         ["ycsb_it"],
         history_path,
+        obs_cassandra_home=CASSANDRA_HOME,
     )
     assert observed.returncode == 0, observed.stderr
     aggregate = observed.task("Observe")["aggregate"]
@@ -326,10 +346,28 @@ def test_observe_sees_the_drivers_rate_and_mix_on_cassandra(clusters, tmp_path):
     _assert_observed_rate(observed, driven)
     node = observed.task("Observe")["samples"][0]
     assert node["extra"]["process_cpu_pct"] > 0 and node["resources"]["cpu_pct"] > 0
+    # The state: CQL readings always, nodetool's with cassandra_home; workload A reads, so SSTables per read is known.
+    assert "state_error" not in node["extra"], node["extra"]["state_error"]
+    required = (
+        "pending_compactions",
+        "pending_compaction_bytes",
+        "pending_flushes",
+        "key_cache_fill",
+        "pending_compactions_estimated",
+        "live_sstables",
+        "sstables_per_read",
+        "sstables_per_read_max",
+    )
+    _assert_state_well_typed("cassandra", node["state"], required)
+    _assert_state_well_typed("cassandra", aggregate["state"], required)
+    assert aggregate["state"]["live_sstables"] == node["state"]["live_sstables"]  # one node: its own sum
+    assert node["state"]["sstables_per_read_max"] >= node["state"]["sstables_per_read"]
     from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history
 
     with history.open_history(history_path) as store:
-        assert len(store.samples(cluster="it")) == 2
+        kept = store.samples(cluster="it")
+        assert len(kept) == 2
+        assert {sample["node"]: sample["state"] for sample in kept}["cluster"] == aggregate["state"]
 
 
 def test_observe_sees_the_drivers_rate_and_mix_on_redis(clusters, tmp_path):
@@ -352,6 +390,12 @@ def test_observe_sees_the_drivers_rate_and_mix_on_redis(clusters, tmp_path):
     assert abs(aggregate["read_ratio"] - 0.95) <= 0.05
     _assert_observed_rate(observed, driven)
     assert len(aggregate["extra"]["nodes"]) == 3
+    for sample in observed.task("Observe")["samples"] + [aggregate]:
+        _assert_state_well_typed(
+            "redis",
+            sample["state"],
+            ("rdb_bgsave_in_progress", "aof_rewrite_in_progress", "rdb_changes_since_last_save", "evictions_per_s"),
+        )
     shards = observed.task("Observe")["samples"][0]["extra"]["shards"]
     assert len(shards) == 3 and all(len(shard["nodes"]) == 2 for shard in shards)
     assert sum(last - first + 1 for shard in shards for first, last in shard["slots"]) == 16384

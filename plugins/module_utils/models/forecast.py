@@ -17,8 +17,8 @@ from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast_se
     DEFAULT_STEP_S,
     FIELD_BOUNDS,
     RATIO_FIELDS,
+    SERIES_FIELDS,
     SHARE_FIELDS,
-    WORKLOAD_FIELDS,
     ForecastError,
     check_bounds,
     check_choice,
@@ -69,7 +69,7 @@ def within_tolerance(predicted, actual, tolerance=DEFAULT_TOLERANCE, floor=0.0):
 def default_floor(values, field=None, bounds=None):
     """The tolerance floor of a series: RATIO_FLOOR for a ratio field (or bounds (0, 1)), else 1 % of mean |value|."""
     if field is not None:
-        check_choice("field", field, WORKLOAD_FIELDS)
+        check_choice("field", field, SERIES_FIELDS)
     if field in RATIO_FIELDS or (field is None and check_bounds(bounds) == (0.0, 1.0)):
         return RATIO_FLOOR
     values = check_values(values)
@@ -121,7 +121,7 @@ def backtest(
     stride = check_integer("stride", stride, 1)
     tolerance = check_finite("tolerance", tolerance)
     if field is not None:
-        check_choice("field", field, WORKLOAD_FIELDS)
+        check_choice("field", field, SERIES_FIELDS)
         options.setdefault("bounds", FIELD_BOUNDS[field])
     if floor is None:
         floor = default_floor(values, field, options.get("bounds"))
@@ -258,7 +258,7 @@ def _known_values(known, field):
 def forecast(series, steps, method="arima", fields=None, **options):
     """Forecast the workload vector steps steps ahead: fit each field on all of the series, predict, make consistent.
 
-    series: from series_from_samples / series_from_schedule. fields: default every WORKLOAD_FIELDS field present.
+    series: from series_from_samples / series_from_schedule. fields: default every SERIES_FIELDS field present.
     Each field is forecast on its own (univariate), clipped to its FIELD_BOUNDS. Then, when all five shares are
     forecast, they are re-normalized to sum to 1 (a mix; "other" operations are not part of the vector) and, if
     read_ratio is forecast too, it is recomputed from them as read + scan so that the vector is consistent (the
@@ -278,8 +278,8 @@ def forecast(series, steps, method="arima", fields=None, **options):
         raise ForecastError("series: %r is not a series (a mapping with t and field lists)" % (series,))
     steps = check_integer("steps", steps, 0)
     if fields is None:
-        fields = tuple(field for field in WORKLOAD_FIELDS if field in series)
-    fields = check_fields(fields)
+        fields = tuple(field for field in SERIES_FIELDS if field in series)
+    fields = check_fields(fields, SERIES_FIELDS)
     if "bounds" in options:
         raise ForecastError("bounds: set per field by forecast() (FIELD_BOUNDS); not an option here")
     step_s = series_step(series)
@@ -350,7 +350,7 @@ def evaluate(
     methods = tuple(check_choice("methods", method, METHODS) for method in methods)
     if not methods:
         raise ForecastError("methods: is empty; choose from %s" % ", ".join(METHODS))
-    fields = check_fields(fields)
+    fields = check_fields(fields, SERIES_FIELDS)
     options = options or {}
     if not isinstance(options, dict):
         raise ForecastError("options: %r is not a mapping of method to its options" % (options,))

@@ -6,6 +6,8 @@ The workload W(t) of IRIS (seed 001, section 4.1) is a vector of features observ
 WORKLOAD_FIELDS: the read ratio, the total operations per second, and the share of each operation in the mix.
 ``series_from_samples`` puts observed workload samples (tactician.workload_sample/v1) on that grid and
 ``series_from_schedule`` does the same for a schedule (a replayed workload, or a job queue whose future is known).
+The samples' observed state can join the vector on request (STATE_SERIES_FIELDS: the compaction backlog and the
+SSTables per read that a configuration leaves behind), so models can take it as a feature or forecast it.
 
 Standard library only. Errors are ForecastError (a ValueError) whose message starts with the field at fault and,
 for a choice, lists the allowed values; the checks that word them are shared by the forecasters.
@@ -23,8 +25,18 @@ SHARE_FIELDS = ("read", "update", "insert", "scan", "delete")
 WORKLOAD_FIELDS = ("read_ratio", "throughput", *SHARE_FIELDS)
 """The workload vector: read ratio, total ops/s, and each operation's share of the total (ops_per_s / throughput)."""
 
+STATE_SERIES_FIELDS = ("pending_compactions", "sstables_per_read")
+"""Fields of a sample's ``state`` a series can carry (samples.STATE_FIELDS; from series_from_samples only, when
+asked for in fields: a schedule knows no state)."""
+SERIES_FIELDS = WORKLOAD_FIELDS + STATE_SERIES_FIELDS
+"""Every field a series may carry."""
+
 RATIO_FIELDS = ("read_ratio", *SHARE_FIELDS)
-FIELD_BOUNDS = dict.fromkeys(RATIO_FIELDS, (0.0, 1.0)) | {"throughput": (0.0, None)}
+FIELD_BOUNDS = (
+    dict.fromkeys(RATIO_FIELDS, (0.0, 1.0))
+    | {"throughput": (0.0, None)}
+    | dict.fromkeys(STATE_SERIES_FIELDS, (0.0, None))
+)
 """Valid range of every field: forecasts are clipped to it (None = unbounded)."""
 
 
@@ -124,7 +136,7 @@ def _vector(ops):
     return row
 
 
-def _check_sample(index, sample):
+def _check_sample(index, sample, state_fields=()):
     where = "samples[%d]" % index
     if not isinstance(sample, dict):
         raise ForecastError("%s: %r is not a workload sample (a mapping)" % (where, sample))
@@ -142,11 +154,56 @@ def _check_sample(index, sample):
         if rate < 0:
             raise ForecastError("%s.ops_per_s.%s: %r is below 0" % (where, op, rate))
         rates[op] = rate
-    return time, window, rates
+    state = sample.get("state") or {}
+    if not isinstance(state, dict):
+        raise ForecastError("%s.state: %r is not a mapping of state field to value" % (where, state))
+    values = {}
+    for field in state_fields:
+        value = state.get(field)
+        if value is not None:
+            value = check_finite("%s.state.%s" % (where, field), value)
+            if value < 0:
+                raise ForecastError("%s.state.%s: %r is below 0" % (where, field, value))
+        values[field] = value
+    return time, window, rates, values
+
+
+def _state_columns(buckets, last_index, state_fields):
+    """Per state field, its value in every step: the window-weighted mean of the samples of the step that give
+    one; a step without one takes the previous step's value, the steps before the first value take that first
+    value. Returns (columns, {field: steps filled})."""
+    columns, filled = {}, {}
+    for field in state_fields:
+        raw = []
+        for index in range(last_index + 1):
+            weight, total = 0.0, 0.0
+            for span, values in buckets.get(index, ()):
+                if values[field] is not None:
+                    weight += span
+                    total += span * values[field]
+            raw.append(total / weight if weight > 0 else None)
+        known = [value for value in raw if value is not None]
+        if not known:
+            raise ForecastError(
+                "fields: %s is in no sample's state; observe it first (Cassandra gives it, see docs/observe.md)"
+                " or leave it out" % field
+            )
+        previous = known[0]
+        filled[field] = 0
+        column = []
+        for value in raw:
+            if value is None:
+                filled[field] += 1
+                value = previous
+            column.append(value)
+            previous = value
+        columns[field] = column
+    return columns, filled
 
 
 def series_from_samples(samples, step_s=DEFAULT_STEP_S, fields=WORKLOAD_FIELDS):
-    """Put workload samples on a regular grid of step_s (T_d) seconds: {"t", field: [...], "step_s", "filled"}.
+    """Put workload samples on a regular grid of step_s (T_d) seconds: {"t", field: [...], "step_s", "filled"}
+    (and "filled_state" with a state field).
 
     samples: workload sample dicts (telemetry schema v1) in any order, of whatever node the caller picked (pass
     the aggregate node "cluster" for the cluster's workload; samples of several nodes would be averaged). A sample
@@ -159,22 +216,31 @@ def series_from_samples(samples, step_s=DEFAULT_STEP_S, fields=WORKLOAD_FIELDS):
     read_ratio = (read + scan) / (read + scan + update + insert + delete), as in the sample itself. A step with no
     sample takes the previous step's values and is counted in "filled". An idle step keeps throughput 0 and takes
     the previous read ratio and shares (0 when the series starts idle).
+
+    A state field (STATE_SERIES_FIELDS, bounds >= 0) is the window-weighted mean of the step's samples that give
+    it (state.<field> not null); a step without one takes the previous step's value, and the steps before its first
+    value take that first value; "filled_state" counts those steps per field. A state field no sample gives is an
+    error: a series of guesses would teach a model nothing.
     """
     step_s = check_positive("step_s", step_s)
-    fields = check_fields(fields)
+    fields = check_fields(fields, SERIES_FIELDS)
+    state_fields = tuple(field for field in fields if field in STATE_SERIES_FIELDS)
     if isinstance(samples, str | bytes | dict) or not hasattr(samples, "__iter__"):
         raise ForecastError("samples: %r is not a list of workload samples" % (samples,))
-    checked = [_check_sample(index, sample) for index, sample in enumerate(samples)]
+    checked = [_check_sample(index, sample, state_fields) for index, sample in enumerate(samples)]
     if not checked:
         raise ForecastError("samples: is empty; give at least one workload sample")
-    checked = [(time, min(window, step_s), rates) for time, window, rates in checked]
-    origin = min(time - span for time, span, _rates in checked)
+    checked = [(time, min(window, step_s), rates, state) for time, window, rates, state in checked]
+    origin = min(time - span for time, span, _rates, _state in checked)
     buckets = {}
-    for time, span, rates in checked:
+    states = {}
+    for time, span, rates, state in checked:
         index = int(math.floor((time - span / 2.0 - origin) / step_s + 1e-9))
         weight, sums = buckets.get(index, (0.0, dict.fromkeys(OPS, 0.0)))
         buckets[index] = (weight + span, {op: sums[op] + span * rates[op] for op in OPS})
+        states.setdefault(index, []).append((span, state))
     last_index = max(buckets)
+    state_columns, state_filled = _state_columns(states, last_index, state_fields)
     series = {"t": []} | {field: [] for field in fields}
     previous = dict.fromkeys(WORKLOAD_FIELDS, 0.0)
     filled = 0
@@ -188,10 +254,12 @@ def series_from_samples(samples, step_s=DEFAULT_STEP_S, fields=WORKLOAD_FIELDS):
             filled += 1
         series["t"].append(origin + index * step_s)
         for field in fields:
-            series[field].append(row[field])
+            series[field].append(state_columns[field][index] if field in state_columns else row[field])
         previous = row
     series["step_s"] = step_s
     series["filled"] = filled
+    if state_fields:
+        series["filled_state"] = state_filled
     return series
 
 
@@ -204,7 +272,13 @@ def series_from_schedule(schedule, step_s=DEFAULT_STEP_S, fields=WORKLOAD_FIELDS
     shares are those of server operations. An unthrottled step (rate 0) has throughput 0: its rate is unknown.
     """
     step_s = check_positive("step_s", step_s)
-    fields = check_fields(fields)
+    fields = check_fields(fields, SERIES_FIELDS)
+    observed_only = [field for field in fields if field in STATE_SERIES_FIELDS]
+    if observed_only:
+        raise ForecastError(
+            "fields: %s is observed state, which a schedule does not give; choose from %s"
+            % (", ".join(observed_only), ", ".join(WORKLOAD_FIELDS))
+        )
     if isinstance(schedule, str) or hasattr(schedule, "__fspath__"):
         schedule = schedules.load_schedule(schedule)
     series = {"t": []} | {field: [] for field in fields}
@@ -229,7 +303,7 @@ def series_field(series, field, name="series"):
     if not isinstance(series, dict):
         raise ForecastError("%s: %r is not a series (a mapping with t and field lists)" % (name, series))
     if field not in series:
-        present = [f for f in WORKLOAD_FIELDS if f in series]
+        present = [f for f in SERIES_FIELDS if f in series]
         raise ForecastError(
             "%s.%s: not in the series; choose one of %s" % (name, field, ", ".join(present) or "(no field)")
         )

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import state as cassandra_state
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.observer import ObserveError, Probe
@@ -52,6 +53,22 @@ class Probes:
             lambda: cql.workload_counters(session, keyspaces),
             node.get("pid_file"),
             node.get("data_dir"),
+            final_state=self._cassandra_nodetool(node, keyspaces),
+        )
+
+    def _cassandra_nodetool(self, node, keyspaces):
+        """The nodetool readings of the node after the window, when cassandra_home says where the jars are."""
+        home = self.params.get("cassandra_home")
+        if not home:
+            return None
+        return lambda: cassandra_state.nodetool_state(
+            home,
+            node.get("jmx_host") or "127.0.0.1",
+            node.get("jmx_port") or 7199,
+            keyspaces,
+            java=self.params.get("java") or "java",
+            jmx_user=self.params.get("jmx_user"),
+            jmx_password=self.params.get("jmx_password"),
         )
 
     def _redis(self, node):

@@ -6,13 +6,21 @@ one aggregate sample for the cluster; optionally written to the history store wi
 windows build up across runs.
 
 No database driver here: a probe is anything with `.node` (its name) and `.snapshot()` returning
-{"counters": {...}, "gauges": {...}}; the store adapters make them. Nothing is written unless every node answered.
+{"counters": {...}, "gauges": {...}} and optionally {"state": {...}}, the state readings of that moment; the store
+adapters make them. A probe's `.final_state()`, when it has one, adds readings taken once after the window (they
+cost more: Cassandra's nodetool). Nothing is written unless every node answered.
+
+Each sample's ``state`` (samples.STATE_FIELDS) reduces a node's readings over the window as the field says:
+``peak`` the highest reading, ``last`` the newest reading that has a value, ``rate`` a counter's rate over the
+window (STATE_RATES). The cluster's sample combines every node's state, replicas included (their backlogs are
+real work too), with samples.aggregate_state.
 """
 
 from __future__ import annotations
 
 import os
 import time as _time
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TelemetryError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.process import cpu_seconds, read_pid
@@ -39,6 +47,10 @@ HIT_COUNTERS = {
     "mongodb": ("wiredtiger_cache",),
 }
 PROCESS_CPU = "_process_cpu_s"
+STATE_RATES = {"redis": {"evictions_per_s": "evicted_keys"}}
+"""State fields that are a counter's rate over the window, by the counter the snapshot gives."""
+MAX_PARALLEL_FINAL_STATES = 4
+"""Nodes whose final state readings run at once (for Cassandra each is a few nodetool JVMs of ~100 MiB)."""
 
 
 class ObserveError(TelemetryError):
@@ -49,15 +61,20 @@ class Probe:
     """A node and the function that snapshots it; pid_file and data_dir add the server process's CPU and the
     data disk's usage when the node runs on this machine."""
 
-    def __init__(self, node, snapshot, pid_file=None, data_dir=None, counted=True):
+    def __init__(self, node, snapshot, pid_file=None, data_dir=None, counted=True, final_state=None):
         self.node = node
         self._snapshot = snapshot
         self.pid_file = pid_file
         self.data_dir = data_dir
         self.counted = counted
+        self._final_state = final_state
 
     def snapshot(self):
         return self._snapshot()
+
+    def final_state(self):
+        """State readings taken once after the window ({} when the probe has none)."""
+        return self._final_state() if self._final_state else {}
 
 
 def _take(probe, clock):
@@ -70,7 +87,47 @@ def _take(probe, clock):
         cpu = cpu_seconds(read_pid(probe.pid_file))
         if cpu is not None:
             counters[PROCESS_CPU] = cpu
-    return clock(), counters, snap.get("gauges", {})
+    return clock(), counters, snap.get("gauges", {}), snap.get("state") or {}
+
+
+def _final_states(probes):
+    """{node: (readings, error text or None)} of every probe's final_state(), the nodes asked at the same time.
+    A node whose readings fail keeps those fields None and says why: the workload sample stands without them."""
+
+    def one(probe):
+        try:
+            return dict(probe.final_state() or {}), None
+        except Exception as exc:  # nodetool, JMX or a parser: the state stays unknown, the sample stands
+            return {}, "%s: %s" % (type(exc).__name__, exc)
+
+    if len(probes) <= 1:
+        return {probe.node: one(probe) for probe in probes}
+    with ThreadPoolExecutor(max_workers=min(len(probes), MAX_PARALLEL_FINAL_STATES)) as pool:
+        results = list(pool.map(one, probes))
+    return {probe.node: result for probe, result in zip(probes, results, strict=True)}
+
+
+def node_state(store, readings, final=None, rates=None):
+    """A node's state over the window from its readings (oldest first), the final readings and the window's
+    counter rates, each field reduced as samples.STATE_FIELDS says; a field nothing reported is None."""
+    final = final or {}
+    rates = rates or {}
+    state = {}
+    for name, spec in telemetry.STATE_FIELDS[store].items():
+        if spec.window == "rate":
+            counter = STATE_RATES.get(store, {}).get(name)
+            value = rates.get(counter) if counter else None
+            state[name] = max(float(value), 0.0) if value is not None else None
+            continue
+        values = [reading.get(name) for reading in readings] + [final.get(name)]
+        values = [value for value in values if value is not None]
+        if not values:
+            state[name] = None
+        elif spec.window == "peak":
+            state[name] = max(values)
+        else:
+            state[name] = values[-1]
+    return state
 
 
 def _state_key(store, cluster, node):
@@ -132,10 +189,12 @@ def observe(
             trackers[probe.node] = rates_mod.RateTracker(windows=windows)
     cpu_first = resources_mod.read_proc_stat() if machine else None
     gauges = {}
+    readings = {probe.node: [] for probe in probes}
     start = clock()
     while True:
         for probe in probes:
-            at, counters, gauges[probe.node] = _take(probe, clock)
+            at, counters, gauges[probe.node], state = _take(probe, clock)
+            readings[probe.node].append(state)
             if trackers[probe.node].latest is None or at > trackers[probe.node].latest:
                 trackers[probe.node].add(at, counters)
         if clock() - start >= duration - 1e-6:
@@ -145,6 +204,8 @@ def observe(
     cpu_last = resources_mod.read_proc_stat() if machine else None
     machine_cpu = resources_mod.cpu_split(cpu_first["cpu"], cpu_last["cpu"]) if machine else {}
     memory = resources_mod.memory_usage(resources_mod.read_meminfo()) if machine else {}
+    # After the window and its CPU reading: what these readings cost does not count in the sample.
+    finals = _final_states(probes)
     samples = []
     for probe in probes:
         tracker = trackers[probe.node]
@@ -166,6 +227,9 @@ def observe(
         for key, value in gauges[probe.node].items():
             if key not in ("latency_ms", "data_bytes"):
                 extra[key] = value
+        final, state_error = finals[probe.node]
+        if state_error:
+            extra["state_error"] = state_error
         samples.append(
             telemetry.new_sample(
                 store,
@@ -179,6 +243,7 @@ def observe(
                 latency_ms=_latency(gauges[probe.node]),
                 resources=resources_mod.sample_resources(machine_cpu, memory, disk),
                 extra=extra,
+                state=node_state(store, readings[probe.node], final, rates),
             )
         )
     aggregate = _aggregate(store, cluster, end, duration, samples, probes, trackers)
@@ -225,17 +290,20 @@ def _aggregate(store, cluster, end, duration, samples, probes, trackers):
         latency_ms=latency,
         resources=resources,
         extra={"nodes": [s["node"] for s in counted]},
+        state=telemetry.aggregate_state(store, [s.get("state") for s in samples]),
     )
 
 
 def summary(result):
-    """Lines a person reads: per node and for the cluster, throughput, read ratio and hit ratios."""
+    """Lines a person reads: per node and for the cluster, throughput, read ratio, hit ratios and the state
+    fields that have a value."""
     lines = []
     for sample in result["samples"] + [result["aggregate"]]:
         hits = ", ".join("%s %.3f" % (k, v) for k, v in sample["hit_ratio"].items() if v is not None)
+        state = ", ".join("%s %.4g" % (k, v) for k, v in (sample.get("state") or {}).items() if v is not None)
         rr = sample["read_ratio"]
         lines.append(
-            "%s %s: %.1f ops/s, read ratio %s%s; cpu %s%%"
+            "%s %s: %.1f ops/s, read ratio %s%s; cpu %s%%%s%s"
             % (
                 sample["store"],
                 sample["node"],
@@ -243,6 +311,10 @@ def summary(result):
                 "n/a" if rr is None else "%.3f" % rr,
                 ("; hit " + hits) if hits else "",
                 "n/a" if sample["resources"]["cpu_pct"] is None else "%.0f" % sample["resources"]["cpu_pct"],
+                ("; state " + state) if state else "",
+                ("; state not read: " + sample["extra"]["state_error"])
+                if sample.get("extra", {}).get("state_error")
+                else "",
             )
         )
     return lines

@@ -71,7 +71,60 @@ REQUIRED_KEYS = (
 )
 
 
-OPTIONAL_KEYS = ("config_id", "extra")
+OPTIONAL_KEYS = ("config_id", "extra", "state")
+
+
+class StateField:
+    """One field of a sample's ``state``: its kind, how observe reduces a node's readings over the window, and
+    how the cluster's sample combines the nodes.
+
+    kind: ``count`` (a whole number >= 0) or ``number`` (a number >= 0; fills are size / capacity and may pass 1
+    when a store runs over its limit). window: ``peak`` (the highest reading of the window: a backlog that builds
+    and drains between two readings still shows), ``last`` (the reading at the end of the window) or ``rate``
+    (per second over the window, from a counter). cluster: ``sum`` (None unless every node reports it: a partial
+    total would be a wrong total), ``max`` or ``mean`` (over the nodes that report it)."""
+
+    __slots__ = ("kind", "window", "cluster")
+
+    def __init__(self, kind, window, cluster):
+        self.kind = kind
+        self.window = window
+        self.cluster = cluster
+
+    def __repr__(self):
+        return "StateField(%r, %r, %r)" % (self.kind, self.window, self.cluster)
+
+
+STATE_FIELDS = {
+    "cassandra": {
+        "pending_compactions": StateField("count", "peak", "sum"),
+        "pending_compaction_bytes": StateField("count", "peak", "sum"),
+        "pending_compactions_estimated": StateField("count", "last", "sum"),
+        "pending_flushes": StateField("count", "peak", "sum"),
+        "live_sstables": StateField("count", "last", "sum"),
+        "sstables_per_read": StateField("number", "last", "max"),
+        "sstables_per_read_max": StateField("number", "last", "max"),
+        "key_cache_fill": StateField("number", "last", "mean"),
+        "row_cache_fill": StateField("number", "last", "mean"),
+        "chunk_cache_fill": StateField("number", "last", "mean"),
+    },
+    "redis": {
+        "rdb_bgsave_in_progress": StateField("count", "peak", "sum"),
+        "aof_rewrite_in_progress": StateField("count", "peak", "sum"),
+        "rdb_changes_since_last_save": StateField("count", "peak", "sum"),
+        "evictions_per_s": StateField("number", "rate", "sum"),
+        "mem_fragmentation_ratio": StateField("number", "last", "max"),
+        "memory_fill": StateField("number", "last", "mean"),
+    },
+    "mongodb": {
+        "wiredtiger_cache_fill": StateField("number", "last", "mean"),
+        "wiredtiger_dirty_fill": StateField("number", "last", "mean"),
+    },
+}
+"""The fields of the optional ``state`` mapping, per store: what a configuration leaves behind (backlogs, SSTables
+per read, cache fill). A value the store did not give is None, never a guess. Where each comes from:
+docs/observe.md. Cluster aggregation, per field: sum for backlogs, pending work and evictions; max for SSTables
+per read and Redis fragmentation; mean for the fill of caches and memory."""
 
 
 # T_d: the decision step of the control loop, and the window a sample normally covers.
@@ -225,6 +278,8 @@ def validate_sample(sample):
 
     if "config_id" in sample:
         check_name("config_id", sample["config_id"])
+    if "state" in sample:
+        validate_state(sample["store"], sample["state"])
     if "extra" in sample:
         if not isinstance(sample["extra"], dict):
             raise SampleError("extra: %r is not a mapping" % (sample["extra"],))
@@ -233,6 +288,52 @@ def validate_sample(sample):
         except (TypeError, ValueError) as exc:
             raise SampleError("extra: not JSON-serialisable (%s)" % exc) from None
     return sample
+
+
+def validate_state(store, state, field="state"):
+    """Check a ``state`` mapping of store's fields (STATE_FIELDS); every value a number of its kind or null.
+    Fields may be left out (unknown); unknown names are refused with the allowed ones."""
+    allowed = tuple(STATE_FIELDS.get(store, {}))
+    if not isinstance(state, dict):
+        raise SampleError("%s: %r is not a mapping; keys for %s: %s" % (field, state, store, ", ".join(allowed)))
+    unknown = sorted(str(key) for key in state if key not in allowed)
+    if unknown:
+        raise SampleError(
+            "%s: unknown key %s; allowed for %s: %s" % (field, ", ".join(unknown), store, ", ".join(allowed))
+        )
+    for name, value in state.items():
+        where = "%s.%s" % (field, name)
+        if value is None:
+            continue
+        if STATE_FIELDS[store][name].kind == "count" and (not isinstance(value, int) or isinstance(value, bool)):
+            raise SampleError("%s: %r is not a whole number >= 0 or null" % (where, value))
+        check_number(where, value, minimum=0, allow_none=True)
+    return state
+
+
+def empty_state(store):
+    """Every state field of store, all None (nothing observed)."""
+    return dict.fromkeys(STATE_FIELDS[store])
+
+
+def aggregate_state(store, states):
+    """The cluster's state from the nodes' state mappings (a node without a mapping reports nothing), field by
+    field as STATE_FIELDS says: ``sum`` of every node (None when any node lacks the value: a partial total would be
+    a wrong total), ``max`` and ``mean`` over the nodes that report it (None when none does). Sums of counts stay
+    whole numbers."""
+    out = {}
+    for name, spec in STATE_FIELDS[store].items():
+        values = [(state or {}).get(name) for state in states]
+        known = [value for value in values if value is not None]
+        if not known or (spec.cluster == "sum" and len(known) != len(values)):
+            out[name] = None
+        elif spec.cluster == "sum":
+            out[name] = sum(known) if spec.kind == "count" else math.fsum(known)
+        elif spec.cluster == "max":
+            out[name] = max(known)
+        else:
+            out[name] = math.fsum(known) / len(known)
+    return out
 
 
 def new_sample(
@@ -248,9 +349,11 @@ def new_sample(
     resources=None,
     config_id=None,
     extra=None,
+    state=None,
 ):
     """A validated schema v1 sample. Operations left out of ops_per_s count as 0; throughput and read_ratio
-    are computed; resources and latency percentiles left out are null."""
+    are computed; resources and latency percentiles left out are null. state (optional): the store's
+    STATE_FIELDS, those left out null."""
     ops = dict.fromkeys(OPS, 0.0)
     if not isinstance(ops_per_s, dict):
         raise SampleError("ops_per_s: %r is not a mapping; keys: %s" % (ops_per_s, ", ".join(OPS)))
@@ -286,4 +389,8 @@ def new_sample(
         sample["config_id"] = config_id
     if extra is not None:
         sample["extra"] = extra
+    if state is not None:
+        sample["state"] = (
+            dict(empty_state(store), **state) if isinstance(state, dict) and store in STATE_FIELDS else state
+        )
     return validate_sample(sample)

@@ -12,6 +12,8 @@ import ssl
 import traceback
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import state as node_state
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.state import SYSTEM_KEYSPACES
 
 try:
     from cassandra import ConsistencyLevel
@@ -246,16 +248,6 @@ def prepare_ycsb_table(session, keyspace, table="usertable", fieldcount=10, repl
         session.execute("TRUNCATE %s.%s" % (keyspace, table), timeout=120)
 
 
-SYSTEM_KEYSPACES = (
-    "system",
-    "system_auth",
-    "system_schema",
-    "system_distributed",
-    "system_traces",
-    "system_views",
-    "system_virtual_schema",
-    "system_cluster_metadata",
-)
 _CACHES = {"keys": "key_cache", "rows": "row_cache", "chunks": "chunk_cache", "counters": "counter_cache"}
 
 
@@ -269,12 +261,14 @@ def _user_rows(session, table, keyspaces):
         yield row
 
 
-def workload_counters(session, keyspaces=None):
-    """One node's cumulative counters and current gauges from the CQL virtual tables (system_views):
-    coordinator read/write/scan counts and latencies of the user tables, cache hits and requests, disk usage.
+def workload_counters(session, keyspaces=None, with_state=True):
+    """One node's cumulative counters, current gauges and state from the CQL virtual tables (system_views):
+    coordinator read/write/scan counts and latencies of the user tables, cache hits and requests, disk usage;
+    compaction and flush backlogs and cache fill (stores/cassandra/state.py).
 
     counters: read, write, scan (requests this node coordinated), <cache>_hits, <cache>_requests;
-    gauges: latency_ms {read, update (the writes), scan: {p50, p99}} (worst table), data_bytes."""
+    gauges: latency_ms {read, update (the writes), scan: {p50, p99}} (worst table), data_bytes;
+    state (unless with_state is off): state.CQL_FIELDS."""
     counters = {}
     latency = {}
     for op, table in (
@@ -292,10 +286,14 @@ def workload_counters(session, keyspaces=None):
                         worst[key] = float(value)
         counters[op] = total
         latency["update" if op == "write" else op] = worst
-    for row in session.execute("SELECT name, hit_count, request_count FROM system_views.caches"):
+    caches = list(session.execute("SELECT * FROM system_views.caches"))
+    for row in caches:
         name = _CACHES.get(row.name)
         if name:
             counters[name + "_hits"] = int(row.hit_count or 0)
             counters[name + "_requests"] = int(row.request_count or 0)
     mebibytes = sum(int(row.mebibytes or 0) for row in _user_rows(session, "disk_usage", keyspaces))
-    return {"counters": counters, "gauges": {"latency_ms": latency, "data_bytes": mebibytes * 1024 * 1024}}
+    snapshot = {"counters": counters, "gauges": {"latency_ms": latency, "data_bytes": mebibytes * 1024 * 1024}}
+    if with_state:
+        snapshot["state"] = node_state.cql_state(session, caches)
+    return snapshot

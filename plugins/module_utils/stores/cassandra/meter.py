@@ -27,7 +27,7 @@ class CassandraMeter:
         self.keyspaces = [params.get("keyspace") or "ycsb"]
 
     def counters(self):
-        data = cql.workload_counters(self.session, self.keyspaces)["counters"]
+        data = cql.workload_counters(self.session, self.keyspaces, with_state=False)["counters"]
         return {
             "reads": data.get("read", 0) + data.get("scan", 0),
             "writes": data.get("write", 0),

@@ -150,8 +150,9 @@ def _first(cursor):
 
 
 def counters_from_server_status(status):
-    """Cumulative counters and gauges from a serverStatus document: opcounters (query -> read, insert, update,
-    delete; getmore -> scan continuation; command -> other) and the WiredTiger cache's page requests and misses."""
+    """Cumulative counters, gauges and state from a serverStatus document: opcounters (query -> read, insert,
+    update, delete; getmore -> scan continuation; command -> other), the WiredTiger cache's page requests and
+    misses, and its fill (state_from_server_status)."""
     ops = status.get("opcounters", {})
     counters = {
         "read": int(ops.get("query", 0)),
@@ -172,7 +173,27 @@ def counters_from_server_status(status):
         "cache_bytes": cache.get("bytes currently in the cache"),
         "cache_max_bytes": cache.get("maximum bytes configured"),
     }
-    return {"counters": counters, "gauges": gauges}
+    return {"counters": counters, "gauges": gauges, "state": state_from_server_status(status)}
+
+
+def state_from_server_status(status):
+    """The state fields of one moment from serverStatus: wiredtiger_cache_fill (wiredTiger.cache "bytes currently
+    in the cache" / "maximum bytes configured") and wiredtiger_dirty_fill ("tracked dirty bytes in the cache" /
+    the same maximum: data written but not checkpointed yet). None without a WiredTiger section (another storage
+    engine, FerretDB) or without a configured maximum."""
+    cache = (status.get("wiredTiger") or {}).get("cache") or {}
+    maximum = cache.get("maximum bytes configured")
+
+    def fill(name):
+        value = cache.get(name)
+        if value is None or not maximum or int(maximum) <= 0:
+            return None
+        return max(int(value), 0) / float(maximum)
+
+    return {
+        "wiredtiger_cache_fill": fill("bytes currently in the cache"),
+        "wiredtiger_dirty_fill": fill("tracked dirty bytes in the cache"),
+    }
 
 
 def collection_facts(coll_stats, index_stats):

@@ -523,9 +523,33 @@ def parse_cluster_shards(reply):
     return shards
 
 
+def state_from_info(persistence, memory):
+    """The state fields of one moment from INFO persistence and INFO memory (the fields as INFO names them):
+    rdb_bgsave_in_progress and aof_rewrite_in_progress (1 while the fork writes, else 0),
+    rdb_changes_since_last_save (writes not in an RDB file yet), mem_fragmentation_ratio (RSS / used memory, as
+    Redis computes it), memory_fill (used_memory / maxmemory, None with no maxmemory: no limit to fill). A field
+    INFO does not give is None."""
+
+    def whole(section, name):
+        value = section.get(name)
+        return None if value is None else int(value)
+
+    fragmentation = memory.get("mem_fragmentation_ratio")
+    maxmemory = int(memory.get("maxmemory") or 0)
+    used = memory.get("used_memory")
+    return {
+        "rdb_bgsave_in_progress": whole(persistence, "rdb_bgsave_in_progress"),
+        "aof_rewrite_in_progress": whole(persistence, "aof_rewrite_in_progress"),
+        "rdb_changes_since_last_save": whole(persistence, "rdb_changes_since_last_save"),
+        "mem_fragmentation_ratio": None if fragmentation is None else max(float(fragmentation), 0.0),
+        "memory_fill": int(used) / float(maxmemory) if maxmemory > 0 and used is not None else None,
+    }
+
+
 def workload_counters(conn):
-    """One node's cumulative counters and gauges from INFO: calls per operation kind (commandstats mapped by
-    COMMAND_OPERATIONS), keyspace hits and misses; gauges role, used memory and dataset bytes."""
+    """One node's cumulative counters, gauges and state from INFO: calls per operation kind (commandstats mapped
+    by COMMAND_OPERATIONS), keyspace hits and misses, evicted keys; gauges role, used memory and dataset bytes;
+    state from INFO persistence and memory (state_from_info)."""
     commandstats = conn.info("commandstats")
     counters = {"read": 0, "scan": 0, "update": 0, "delete": 0, "other": 0}
     for key, stats in commandstats.items():
@@ -535,7 +559,10 @@ def workload_counters(conn):
     stats = conn.info("stats")
     counters["keyspace_hits"] = int(stats.get("keyspace_hits", 0))
     counters["keyspace_requests"] = counters["keyspace_hits"] + int(stats.get("keyspace_misses", 0))
+    if stats.get("evicted_keys") is not None:
+        counters["evicted_keys"] = int(stats["evicted_keys"])
     memory = conn.info("memory")
+    persistence = conn.info("persistence")
     role = replication_info(conn)["role"]
     try:
         shards = parse_cluster_shards(raw_command(conn, "CLUSTER", "SHARDS"))
@@ -550,6 +577,7 @@ def workload_counters(conn):
             "maxmemory": int(memory.get("maxmemory", 0)),
             "shards": shards,
         },
+        "state": state_from_info(persistence, memory),
     }
 
 

@@ -41,8 +41,8 @@ def trend(n, start=0.2, slope=0.002, sigma=0.0005, seed=2):
     return [start + slope * i + rng.gauss(0.0, sigma) for i in range(n)]
 
 
-def sample(time, ops, window=30.0, node="cluster"):
-    return telemetry.new_sample("cassandra", "c1", node, time, window, ops)
+def sample(time, ops, window=30.0, node="cluster", state=None):
+    return telemetry.new_sample("cassandra", "c1", node, time, window, ops, state=state)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -386,6 +386,61 @@ def test_series_from_samples_start_idle_and_errors():
         forecast_series.series_from_samples([sample(30.0, {})], fields=["latency"])
     with pytest.raises(ForecastError, match=r"^samples: is empty"):
         forecast_series.series_from_samples([])
+
+
+def test_series_from_samples_carries_state_fields_when_asked():
+    samples = [
+        sample(1030.0, {"read": 10.0}, state={"pending_compactions": 4, "sstables_per_read": 2.0}),
+        sample(1015.0, {"read": 10.0}, window=5.0, state={"pending_compactions": 10, "sstables_per_read": None}),
+        sample(1060.0, {"read": 10.0}, state={"pending_compactions": 0}),  # no SSTables per read
+        # nothing in [1060, 1090)
+        sample(1120.0, {"read": 10.0}, state={"pending_compactions": 2, "sstables_per_read": 1.0}),
+    ]
+    fields = ("read_ratio", "pending_compactions", "sstables_per_read")
+    series = forecast_series.series_from_samples(samples, fields=fields)
+    assert series["t"] == [1000.0, 1030.0, 1060.0, 1090.0]
+    # step 0: window-weighted mean of the samples that give a value
+    assert series["pending_compactions"] == [pytest.approx((30 * 4 + 5 * 10) / 35), 0.0, 0.0, 2.0]
+    assert series["sstables_per_read"] == [2.0, 2.0, 2.0, 1.0]
+    assert series["filled"] == 1 and series["filled_state"] == {"pending_compactions": 1, "sstables_per_read": 2}
+    assert series["read_ratio"] == [1.0, 1.0, 1.0, 1.0]
+    # before its first value a field takes that first value
+    late = forecast_series.series_from_samples(
+        [sample(30.0, {"read": 1.0}), sample(60.0, {"read": 1.0}, state={"sstables_per_read": 3.0})],
+        fields=["sstables_per_read"],
+    )
+    assert late["sstables_per_read"] == [3.0, 3.0] and late["filled_state"] == {"sstables_per_read": 1}
+    # the default vector is the workload alone, as before
+    assert "pending_compactions" not in forecast_series.series_from_samples(samples)
+    assert "filled_state" not in forecast_series.series_from_samples(samples)
+
+
+def test_state_fields_that_no_sample_gives_or_a_schedule_are_refused():
+    with pytest.raises(ForecastError, match=r"^fields: sstables_per_read is in no sample's state; observe it first"):
+        forecast_series.series_from_samples([sample(30.0, {"read": 1.0})], fields=["sstables_per_read"])
+    bad = sample(30.0, {"read": 1.0})
+    bad["state"] = {"pending_compactions": -2}
+    with pytest.raises(ForecastError, match=r"^samples\[0\]\.state\.pending_compactions: -2.0 is below 0"):
+        forecast_series.series_from_samples([bad], fields=["pending_compactions"])
+    schedule = schedules.Schedule([schedules.Phase(60.0, {"read": 1.0}, 100.0)])
+    with pytest.raises(ForecastError, match=r"^fields: pending_compactions is observed state, which a schedule"):
+        forecast_series.series_from_schedule(schedule, fields=["throughput", "pending_compactions"])
+    with pytest.raises(ForecastError, match=r"^fields: 'live_sstables' is not allowed; choose one of read_ratio, "):
+        forecast_series.series_from_samples([sample(30.0, {})], fields=["live_sstables"])
+
+
+def test_state_fields_are_forecast_within_their_bounds():
+    assert forecast_series.FIELD_BOUNDS["pending_compactions"] == (0.0, None)
+    assert forecast_series.FIELD_BOUNDS["sstables_per_read"] == (0.0, None)
+    draining = [float(v) for v in (40, 32, 24, 16, 8, 4, 2, 1, 0, 0, 0, 0)]
+    series = {"t": [30.0 * i for i in range(12)], "step_s": 30.0, "pending_compactions": draining}
+    series["sstables_per_read"] = [1.0 + (i % 3) for i in range(12)]
+    result = forecast.forecast(series, 5, method="arima")
+    assert set(result["fields"]) == {"pending_compactions", "sstables_per_read"}  # every field present
+    assert all(value >= 0.0 for value in result["fields"]["pending_compactions"])
+    assert result["describe"]["pending_compactions"]["bounds"] == [0.0, None]
+    backtested = forecast.backtest(draining, "last_value", (1,), history=4, field="pending_compactions")
+    assert backtested["field"] == "pending_compactions" and backtested["horizons"][1]["n"] > 0
 
 
 def test_series_from_schedule():

@@ -113,6 +113,20 @@ def test_mongodb_counters_from_recorded_server_status():
     assert snap["counters"]["wiredtiger_cache_hits"] == int(cache["pages requested from the cache"]) - int(
         cache["pages read into cache"]
     )
+    maximum = int(cache["maximum bytes configured"])
+    assert snap["state"] == {
+        "wiredtiger_cache_fill": pytest.approx(int(cache["bytes currently in the cache"]) / maximum),
+        "wiredtiger_dirty_fill": pytest.approx(int(cache["tracked dirty bytes in the cache"]) / maximum),
+    }
+    assert 0.7 < snap["state"]["wiredtiger_cache_fill"] < 0.8  # 6.0 GB of the 7.5 GiB cache
+
+
+def test_mongodb_state_is_null_without_wiredtiger():
+    # FerretDB (and any other engine) answers serverStatus without a wiredTiger section.
+    state = mongodb.state_from_server_status({"host": "ferret", "metrics": {}, "ok": 1.0})
+    assert state == {"wiredtiger_cache_fill": None, "wiredtiger_dirty_fill": None}
+    no_maximum = {"wiredTiger": {"cache": {"bytes currently in the cache": 10, "maximum bytes configured": 0}}}
+    assert mongodb.state_from_server_status(no_maximum)["wiredtiger_cache_fill"] is None
 
 
 SHARDS = [
@@ -184,9 +198,11 @@ class FakeRedis:
         if section == "commandstats":
             return self.commandstats
         if section == "stats":
-            return {"keyspace_hits": 90, "keyspace_misses": 10}
+            return {"keyspace_hits": 90, "keyspace_misses": 10, "evicted_keys": 3}
         if section == "memory":
-            return {"used_memory": 2048, "used_memory_dataset": 1024, "maxmemory": 0}
+            return {"used_memory": 2048, "used_memory_dataset": 1024, "maxmemory": 0, "mem_fragmentation_ratio": 1.5}
+        if section == "persistence":
+            return {"rdb_bgsave_in_progress": 1, "aof_rewrite_in_progress": 0, "rdb_changes_since_last_save": 40}
         if section == "replication":
             return {"role": self.role}
         raise KeyError(section)
@@ -206,6 +222,14 @@ def test_redis_commands_map_to_operations():
     assert snap["counters"]["read"] == 55 and snap["counters"]["update"] == 40
     assert snap["counters"]["scan"] == 3 and snap["counters"]["delete"] == 2 and snap["counters"]["other"] == 11
     assert snap["counters"]["keyspace_requests"] == 100 and snap["gauges"]["data_bytes"] == 1024
+    assert snap["counters"]["evicted_keys"] == 3
+    assert snap["state"] == {
+        "rdb_bgsave_in_progress": 1,
+        "aof_rewrite_in_progress": 0,
+        "rdb_changes_since_last_save": 40,
+        "mem_fragmentation_ratio": 1.5,
+        "memory_fill": None,  # maxmemory 0: no limit to fill
+    }
     shard = snap["gauges"]["shards"][0]
     assert shard["slots"] == [(0, 5460)]
     assert [(n["port"], n["role"], n["health"]) for n in shard["nodes"]] == [

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import os
+
 import pytest
+from redis._parsers.helpers import parse_info
+from testlib import FIXTURES
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as r
 
@@ -76,3 +80,45 @@ def test_client_carries_auth_and_tls_options():
     assert kwargs["username"] == "u" and kwargs["password"] == "p"
     assert kwargs["host"] == "h" and kwargs["port"] == 6390
     assert kwargs["ssl_ca_certs"] == "/ca.pem" and kwargs["ssl_cert_reqs"] == "required"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# State from INFO, recorded (tests/fixtures/redis/README.md)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _recorded_info(name):
+    with open(os.path.join(FIXTURES, "redis", "info_%s.txt" % name), encoding="utf-8") as handle:
+        return parse_info(handle.read())
+
+
+def test_state_from_recorded_info_without_maxmemory():
+    persistence, memory = _recorded_info("persistence"), _recorded_info("memory")
+    assert r.state_from_info(persistence, memory) == {
+        "rdb_bgsave_in_progress": 0,
+        "aof_rewrite_in_progress": 0,
+        "rdb_changes_since_last_save": 661,
+        "mem_fragmentation_ratio": 5.96,
+        "memory_fill": None,  # maxmemory 0: no limit to fill
+    }
+    assert _recorded_info("stats")["evicted_keys"] == 0
+
+
+def test_state_from_recorded_info_over_maxmemory():
+    memory = _recorded_info("memory_maxmemory")
+    state = r.state_from_info(_recorded_info("persistence"), memory)
+    assert state["memory_fill"] == memory["used_memory"] / memory["maxmemory"]
+    assert 1.0 < state["memory_fill"] < 1.01  # just over the limit: what eviction then brings back
+    assert _recorded_info("stats_maxmemory")["evicted_keys"] == 7935
+
+
+def test_state_fields_info_does_not_give_are_null():
+    assert r.state_from_info({}, {}) == dict.fromkeys(
+        (
+            "rdb_bgsave_in_progress",
+            "aof_rewrite_in_progress",
+            "rdb_changes_since_last_save",
+            "mem_fragmentation_ratio",
+            "memory_fill",
+        )
+    )
