@@ -136,6 +136,7 @@ def guarded(world, ratios, made, lookahead, start, policy, oracle=False):
             origins=origins,
             states=states,
             now={"read_ratio": last},
+            recent={"read_ratio": list(ratios[max(0, k - lookahead) : k]) or [ratios[0]]},
         )
         bases[decision.basis] = bases.get(decision.basis, 0) + 1
         if decision.target is not None:

@@ -11,7 +11,8 @@ front of the plan's first switch, the only one a receding-horizon controller eve
    ``skill_margin`` (a share); otherwise the plan is made on persistence, so a forecast no better than doing
    nothing never triggers a switch. With fewer than ``min_paths`` error paths (a new cluster, a short history) no
    error is known: every workload of the domain counts as possible and only a configuration that wins in all of
-   them is switched to.
+   them is switched to - or the one the last switch left, when the workload turned against the switch (now and
+   over the recent past) and its worst case is no worse (undo).
 2. Uncertainty (seed 001's lookahead-from-accuracy rule, made quantitative). The switch (to b, held until the
    plan's next switch or the end of the lookahead) is valued against staying in each scenario: the central path,
    and the central path plus each past error path (the error the forecast made then, applied to what it predicts
@@ -382,6 +383,7 @@ def decide(
     origins=None,
     states=None,
     now=None,
+    recent=None,
 ):
     """Whether to start a switch now, and to which candidate.
 
@@ -392,7 +394,8 @@ def decide(
     are); states and now: the last observed workload at each origin and now ({field: value}): only the origins
     like now count (analogs()), and with fewer than min_paths of them no error is known (a cold start);
     since_switch_s: seconds since the last switch ended (None: none known); previous: the candidate index left by
-    the last switch (hysteresis).
+    the last switch (hysteresis, and the fallback a cold start may go back to); recent: the workload observed
+    over the last steps ({field: [values]}).
 
     The central path is the forecast when it beats persistence by skill_margin, else persistence. When the plan
     on a skilled forecast waits, nothing starts. Otherwise every candidate is valued in the scenarios (the plan's
@@ -473,6 +476,20 @@ def decide(
         margin = policy.back_margin if previous is not None and target == previous else policy.margin
         found["needed"] = margin * max(found["stay"], 0.0)
         found["target"] = target
+        if errors is None and target == previous and recent is not None and found["lower"] <= found["needed"]:
+            # Undo: with nothing known of what comes, the configuration the last switch left is the known fallback
+            # (as OnlineTune keeps the starting configuration in its safe set). Go back to it when it wins on the
+            # workload seen now and over the recent past replayed, and its worst case over the domain is no worse.
+            now_gain, _stay, _share = switch_gain(
+                make_line(_cut(central, window)), current, target, window, policy.model_error
+            )
+            past = make_line({field: list(values) for field, values in recent.items()})
+            past_gain, _stay, _share = switch_gain(past, current, target, past.steps, policy.model_error)
+            lines = [make_line(_cut(scenario, window)) for scenario in scenarios]
+            worst_target = min(float(item.F[:, target].mean()) for item in lines)
+            worst_current = min(float(item.F[:, current].mean()) for item in lines)
+            if now_gain > found["needed"] and past_gain > 0 and worst_target >= worst_current:
+                found.update(lower=now_gain, share_low=0.0, undo=True)
         if best is None or found["lower"] - found["needed"] > best["lower"] - best["needed"]:
             best = found
         if target == planned and found["lower"] > found["needed"]:
@@ -480,7 +497,9 @@ def decide(
     if best is None:
         return Decision(None, "no other candidate", basis, score, None, plan)
     bound = (
-        "the worst of %d domain scenarios" % best["n"]
+        "the workload seen now and the recent past, going back to the configuration the last switch left"
+        if best.get("undo")
+        else "the worst of %d domain scenarios" % best["n"]
         if errors is None
         else "the %.0f %% lower bound over %d scenarios (%.1f independent)"
         % (100 * policy.confidence, best["n"], best["n_eff"])

@@ -131,3 +131,14 @@ def test_the_model_error_comes_from_the_surrogates_held_out_error():
     sure = safety.decide(make_line, 0, flat(0.5), flat(0.5), policy=safety.SafetyPolicy(model_error=0.0))
     unsure = safety.decide(make_line, 0, flat(0.5), flat(0.5), policy=safety.SafetyPolicy(model_error=0.1))
     assert sure.target == 3 and unsure.target is None
+
+
+def test_a_cold_start_may_undo_the_last_switch_when_the_workload_turned_against_it():
+    # Moved from balanced to write-optimized for a write phase; reads came back for good.
+    reads = {"read_ratio": [0.95] * 20}
+    decision = safety.decide(make_line, 2, flat(0.95), flat(0.95), previous=3, recent=reads)
+    assert decision.basis == "cold start" and decision.target == 3 and "going back" in decision.reason
+    # One step of reads after a write stretch is no turn yet; and without a previous switch there is no undo.
+    turned = {"read_ratio": [0.05] * 19 + [0.95]}
+    assert safety.decide(make_line, 2, flat(0.95), flat(0.95), previous=3, recent=turned).target is None
+    assert safety.decide(make_line, 2, flat(0.95), flat(0.95), recent=reads).target is None
