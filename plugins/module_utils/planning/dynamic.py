@@ -463,39 +463,32 @@ def safe_first_switch(
     central = {"read_ratio": list(fields["read_ratio"])}
     persistence = {"read_ratio": [float(now["read_ratio"])] * steps}
     if known:
-        zero = [{"read_ratio": [0.0] * steps}] * policy.min_paths
-        decision = guard.decide(
-            make_line,
-            0,
-            central,
-            persistence,
-            zero,
-            [{"read_ratio": [1.0] * steps}] * policy.min_paths,
-            policy,
-            since_switch_s=since_switch_s,
-            tail_s=tail_s,
-            min_gain=min_gain,
-        )
+        # A known schedule: no error at all, against persistence's full range.
+        forecast_errors = [{"read_ratio": [0.0] * steps}] * policy.min_paths
+        persistence_errors = [{"read_ratio": [1.0] * steps}] * policy.min_paths
+        errors = {}
     else:
 
         def cut(paths):
             return [{"read_ratio": list(p["read_ratio"][:steps])} for p in paths if "read_ratio" in p]
 
-        decision = guard.decide(
-            make_line,
-            0,
-            central,
-            persistence,
-            cut(errors.get("forecast") or []),
-            cut(errors.get("persistence") or []),
-            policy,
-            since_switch_s=since_switch_s,
-            tail_s=tail_s,
-            min_gain=min_gain,
-            origins=errors.get("origins"),
-            states=errors.get("states"),
-            now=now,
-        )
+        forecast_errors = cut(errors.get("forecast") or [])
+        persistence_errors = cut(errors.get("persistence") or [])
+    decision = guard.decide(
+        make_line,
+        0,
+        central,
+        persistence,
+        forecast_errors,
+        persistence_errors,
+        policy,
+        since_switch_s=since_switch_s,
+        tail_s=tail_s,
+        min_gain=min_gain,
+        origins=errors.get("origins"),
+        states=errors.get("states"),
+        now=None if known else now,
+    )
     out = decision.to_dict()
     out["policy"] = policy.to_dict()
     if known:

@@ -198,10 +198,6 @@ def domain_scenarios(central):
     return out
 
 
-def _cut(path, steps):
-    return {field: list(values[:steps]) for field, values in path.items()}
-
-
 def _pieces(layout, duration, step_s, steps):
     """[(step, seconds, share of nodes on the old configuration, share on the new)] of a switch at time 0 held
     until steps * step_s."""
@@ -274,16 +270,16 @@ def effective_paths(count, origins, window_steps):
     return max(min(2.0, float(count)), min(float(count), float(independent)))
 
 
-def assess(make_line, central, scenarios, current, target, steps, policy, cold=False, origins=None):
+def assess(lines, current, target, steps, policy, cold=False, origins=None):
     """Gains of the switch in every scenario: {"gains", "expected", "lower", "stay", "share_low", "worst", "n"}.
 
-    make_line(path) -> Timeline of that workload path; central counts as a scenario only without error paths. A
-    cold start (no error paths) takes the worst scenario as the bound; otherwise the lower confidence bound of the
-    mean over the error scenarios, with as many degrees of freedom as the paths hold independent ones
-    (effective_paths of their origins)."""
+    lines: a Timeline per scenario (at least steps long; only the first steps count). A cold start (no error
+    paths) takes the worst scenario as the bound; otherwise the lower confidence bound of the mean over the
+    scenarios, with as many degrees of freedom as the paths hold independent ones (effective_paths of their
+    origins)."""
     gains, stays, shares = [], [], []
-    for scenario in ([central] if cold or not scenarios else []) + list(scenarios):
-        gain, stay, share = switch_gain(make_line(_cut(scenario, steps)), current, target, steps, policy.model_error)
+    for line in lines:
+        gain, stay, share = switch_gain(line, current, target, steps, policy.model_error)
         gains.append(gain)
         stays.append(stay)
         shares.append(share)
@@ -465,14 +461,15 @@ def decide(
         if local is not None and local <= policy.skill_margin:
             basis, central, errors = "persistence", persistence, persistence_errors
     scenarios = domain_scenarios(central) if errors is None else [apply_errors(central, e) for e in errors]
+    # One Timeline per scenario for every candidate (central counts as a scenario only without error paths).
+    lines = [make_line(scenario) for scenario in ([central] if errors is None or not scenarios else []) + scenarios]
+    central_line = make_line(central)
     best = None
     # The plan's own target first: when it holds under the uncertainty, the plan's choice stands.
     order = sorted(windows, key=lambda t: t != planned)
     for target in order:
         window = windows[target]
-        found = assess(
-            make_line, central, scenarios, current, target, window, policy, cold=errors is None, origins=origins
-        )
+        found = assess(lines, current, target, window, policy, cold=errors is None, origins=origins)
         margin = policy.back_margin if previous is not None and target == previous else policy.margin
         found["needed"] = margin * max(found["stay"], 0.0)
         found["target"] = target
@@ -480,14 +477,12 @@ def decide(
             # Undo: with nothing known of what comes, the configuration the last switch left is the known fallback
             # (as OnlineTune keeps the starting configuration in its safe set). Go back to it when it wins on the
             # workload seen now and over the recent past replayed, and its worst case over the domain is no worse.
-            now_gain, _stay, _share = switch_gain(
-                make_line(_cut(central, window)), current, target, window, policy.model_error
-            )
+            now_gain, _stay, _share = switch_gain(central_line, current, target, window, policy.model_error)
             past = make_line({field: list(values) for field, values in recent.items()})
             past_gain, _stay, _share = switch_gain(past, current, target, past.steps, policy.model_error)
-            lines = [make_line(_cut(scenario, window)) for scenario in scenarios]
-            worst_target = min(float(item.F[:, target].mean()) for item in lines)
-            worst_current = min(float(item.F[:, current].mean()) for item in lines)
+            domain = lines[len(lines) - len(scenarios) :]
+            worst_target = min(float(item.F[:window, target].mean()) for item in domain)
+            worst_current = min(float(item.F[:window, current].mean()) for item in domain)
             if now_gain > found["needed"] and past_gain > 0 and worst_target >= worst_current:
                 found.update(lower=now_gain, share_low=0.0, undo=True)
         if best is None or found["lower"] - found["needed"] > best["lower"] - best["needed"]:
