@@ -135,6 +135,20 @@ options:
         held-out mean absolute percentage error when its model file records one, else 0), C(analog_radius) (0.15).
     type: dict
     default: {}
+  debt:
+    description:
+      - The compaction debt a throttle leaves behind, priced in O(mode=dynamic) (docs/plan.md, "Compaction debt").
+        Where writes outpace the compaction throughput, pending bytes grow; the reads after them, and every
+        operation while the debt is paid off, lose throughput; a debt left at the end of the lookahead is charged
+        as what paying it off will cost. So throttling compaction in an upload is priced with the read phase that
+        follows. Only when the tuned parameters include C(parameter).
+      - Keys (all optional) C(enabled) (default true), C(parameter) (compaction_throughput, MiB/s, 0 unthrottled),
+        C(bytes_per_write) (4096, bytes a node compacts per client write), C(capacity_mib_s) (16, what a node
+        compacts unthrottled), C(pay_penalty) (0.45, the share of throughput lost while paying off),
+        C(penalty_per_gib) (0.05, the share lost per GiB a node and read share), C(max_penalty) (0.6),
+        C(pending_bytes) (0, the debt a node carries now).
+    type: dict
+    default: {}
   since_switch:
     description: Seconds since the last switch on this cluster ended (the dwell); omit when none is known.
     type: float
@@ -351,6 +365,7 @@ def main():
             min_gain=dict(type="float", default=0.0),
             tail=dict(type="float", default=0.0),
             safety=dict(type="dict", default={}),
+            debt=dict(type="dict", default={}),
             since_switch=dict(type="float"),
             seed=dict(type="int", default=0),
             start=dict(type="float"),

@@ -141,6 +141,8 @@ class Timeline:
         self.restart = restart
         self.layouts = layouts
         self._roll_cache = None
+        self.debt = None
+        """A debt.Ledger (set by its attach()): plans then carry the compaction debt each configuration leaves."""
 
     def layout_of(self, a, b):
         """(layout, duration) of a switch from configuration a to b."""
@@ -236,7 +238,9 @@ class Timeline:
     # -------------------------------------------------------------------------------------------- plans
     def value(self, switches, start):
         """Total ops of a plan (switches [(step, configuration)], taken in order; a switch before the previous roll
-        ended or to the configuration already in place is ignored)."""
+        ended or to the configuration already in place is ignored). With a debt ledger: less what the debt costs."""
+        if self.debt is not None:
+            return self.debt.value(self, switches, _whole("start", start, 0))
         ops, resume = self.switch_ops()
         steady = self.step_ops()
         plan = _normalize(switches, self.steps, self.configs)
@@ -307,6 +311,10 @@ def best_plan(timeline, start, min_gain=0.0, tail_s=0.0):
         raise PlanError("start: configuration %d is not a candidate (0 to %d)" % (start, timeline.configs - 1))
     min_gain = _number("min_gain", min_gain, minimum=0)
     tail_s = _number("tail_s", tail_s, minimum=0)
+    if timeline.debt is not None:
+        result = timeline.debt.best_plan(timeline, start, min_gain=min_gain, tail_s=tail_s)
+        result["elapsed_s"] = round(time.monotonic() - started, 4)
+        return result
     ops, resume = timeline.switch_ops()
     K, C = timeline.steps, timeline.configs
     value = np.zeros((K + 1, C))

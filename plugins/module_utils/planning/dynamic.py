@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.models import predict
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import debt as compaction
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import safety as guard
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
@@ -157,6 +158,7 @@ def make_plan(
     tail_s=0.0,
     safety=None,
     since_switch_s=None,
+    debt=None,
 ):
     """The plan body: {"steps", "predicted", "baselines", "candidates", "skipped", "reasons", "timing", ...}.
 
@@ -165,7 +167,8 @@ def make_plan(
     roll: planner.Roll. catalog: the store's Catalog. solver: exact (dynamic programming over the candidates) or
     ga (the paper's genetic search over plans, seeded with the exact and the greedy plan). safety: a
     safety.SafetyPolicy puts the guard in front of the plan's first switch (safe_first_switch()); since_switch_s:
-    seconds since the last switch ended (its dwell)."""
+    seconds since the last switch ended (its dwell). debt: a debt.DebtModel prices the compaction debt a throttle
+    leaves (when its parameter is tuned): the search, the guard and the predicted ops carry it."""
     started = time.monotonic()
     if solver not in ("exact", "ga"):
         raise PlanningError("solver: %r is not allowed; choose exact or ga" % (solver,))
@@ -238,6 +241,11 @@ def make_plan(
     F = throughput.matrix(workloads, candidates)
     restart = restart_matrix(catalog, candidates)
     line = planner.Timeline(F, roll, step_s=step_s, demand=demand, restart=restart)
+    if debt is not None and debt.parameter not in space.parameters:
+        debt = None
+    if debt is not None:
+        plain = planner.best_plan(line, 0, min_gain=min_gain, tail_s=tail_s)
+        compaction.Ledger(debt, candidates, workloads).attach(line)
     exact = planner.best_plan(line, 0, min_gain=min_gain, tail_s=tail_s)
     result = exact
     optimum_steps = [optimum_of[tuner.config_key(w)] for w in workloads]
@@ -265,6 +273,7 @@ def make_plan(
             since_switch_s,
             tail_s,
             min_gain,
+            debt,
         )
         timings["safety_s"] = round(time.monotonic() - t, 4)
         first = result["switches"][0] if result["switches"] and result["switches"][0][0] == 0 else None
@@ -278,6 +287,8 @@ def make_plan(
                 "stay_ops": result["stay_ops"],
                 "solver": result["solver"] + "+safety",
             }
+            if debt is not None:
+                result["debt"] = line.debt.value(line, switches, 0, detail=True)
     base = planner.baselines(line, 1, static_index, optimum_steps)
     base["in_place"] = result["stay_ops"]
     sim = planner.simulate(line, result["switches"], 0)
@@ -389,6 +400,8 @@ def make_plan(
         reasons.append(
             "predicted %.1f %% of the theoretical best (no switch cost)" % (100.0 * total / base["theoretical_best"])
         )
+    if debt is not None:
+        reasons.append(_debt_reason(debt, line, result, plain))
     if guarded is not None:
         reasons.insert(0, "safety: " + guarded["reason"])
     return {
@@ -402,7 +415,9 @@ def make_plan(
             "gain_ops": round(total - result["stay_ops"], 1),
             "gain_share": round((total - result["stay_ops"]) / result["stay_ops"], 5) if result["stay_ops"] else None,
             "ops_per_step": [round(x, 1) for x in sim["ops_per_step"]],
+            **({"debt": _debt_summary(line, result)} if debt is not None else {}),
         },
+        **({"debt_model": debt.to_dict()} if debt is not None else {}),
         "baselines": {name: round(value, 1) if isinstance(value, float) else value for name, value in base.items()},
         "static_optimized": candidates[static_index],
         "fixed": fixed,
@@ -419,6 +434,43 @@ def make_plan(
     }
 
 
+def _debt_summary(line, result):
+    """What the plan's compaction debt comes to: per node at the end, and the ops it costs (penalties while it is
+    outstanding, and what paying off the rest will cost after the lookahead), the plan's and staying's."""
+    pairs = [(s, b) for s, _a, b in result["switches"]]
+    planned = line.debt.value(line, pairs, 0, detail=True)
+    stay = line.debt.value(line, [], 0, detail=True)
+    return {
+        "end_mib": round(planned["end_bytes"] / compaction.MIB, 1),
+        "cost_ops": round(planned["penalty_ops"] + planned["liability_ops"], 1),
+        "in_place_end_mib": round(stay["end_bytes"] / compaction.MIB, 1),
+        "in_place_cost_ops": round(stay["penalty_ops"] + stay["liability_ops"], 1),
+    }
+
+
+def _debt_reason(model, line, result, plain):
+    """One sentence on how the debt changed the plan (plain: the plan the search finds without it)."""
+    summary = _debt_summary(line, result)
+    text = "compaction debt priced (%s throttles it; %.0f MiB/s a node unthrottled): the plan leaves %s MiB a node" % (
+        model.parameter,
+        model.capacity_mib_s,
+        f"{summary['end_mib']:,.0f}",
+    )
+    text += " and costs %s ops to pay it" % f"{summary['cost_ops']:,.0f}"
+    plain_pairs = [(s, b) for s, _a, b in plain["switches"]]
+    if plain_pairs != [(s, b) for s, _a, b in result["switches"]] and plain_pairs:
+        lost = line.debt.value(line, [], 0) - line.debt.value(line, plain_pairs, 0)
+        if lost > 0:
+            text += "; without the debt the plan would switch %s, which loses %s ops against keeping the " % (
+                ", ".join("at +%s to candidate %d" % (_duration(s * line.step_s), b) for s, b in plain_pairs),
+                f"{lost:,.0f}",
+            )
+            text += "configuration once its debt is paid"
+        else:
+            text += "; without the debt the plan would differ"
+    return text
+
+
 def safe_first_switch(
     throughput,
     forecast,
@@ -432,6 +484,7 @@ def safe_first_switch(
     since_switch_s=None,
     tail_s=0.0,
     min_gain=0.0,
+    debt=None,
 ):
     """The guard's decision (planning/safety.py) on this forecast: {"target" (candidate index or None), "reason",
     "basis", "skill", gains...}. The forecast's "errors" (predict's error paths) say what it has been worth; a
@@ -455,7 +508,10 @@ def safe_first_switch(
             for key, row in zip(unique, matrix, strict=True):
                 rows[key] = row
         F = planner._np().asarray([rows[tuner.config_key(w)] for w in workloads])
-        return planner.Timeline(F, roll, step_s=step_s, demand=demand, restart=restart)
+        line = planner.Timeline(F, roll, step_s=step_s, demand=demand, restart=restart)
+        if debt is not None:
+            compaction.Ledger(debt, candidates, workloads).attach(line)
+        return line
 
     errors = forecast.get("errors") or {}
     known = forecast.get("method") == "schedule" or (forecast.get("describe") or {}).get("method") == "schedule"
@@ -523,6 +579,7 @@ class DynamicOptions:
     safety: guard.SafetyPolicy | None = None
     since_switch_s: float | None = None
     model_error_given: bool = False
+    debt: compaction.DebtModel | None = None
 
     @classmethod
     def from_params(cls, params):
@@ -544,7 +601,12 @@ class DynamicOptions:
         enabled = settings.pop("enabled", True)
         if not isinstance(enabled, bool):
             raise PlanningError("safety.enabled: %r is not allowed; choose true or false" % (enabled,))
+        owed = dict(params.get("debt") or {})
+        priced = owed.pop("enabled", True)
+        if not isinstance(priced, bool):
+            raise PlanningError("debt.enabled: %r is not allowed; choose true or false" % (priced,))
         return cls(
+            debt=compaction.DebtModel.from_dict(owed) if priced else None,
             forecast=forecast,
             workload_base=params["workload_base"],
             quantum=params["quantum"],
@@ -589,6 +651,7 @@ def plan(context, options):
         tail_s=options.tail_s,
         safety=policy,
         since_switch_s=options.since_switch_s,
+        debt=options.debt,
     )
     return planfile.build(
         body,

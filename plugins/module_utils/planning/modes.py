@@ -295,6 +295,7 @@ PARAM_DEFAULTS = {
     "min_gain": 0.0,
     "tail": 0.0,
     "safety": {},
+    "debt": {},
     "since_switch": None,
     "seed": 0,
     "start": None,
