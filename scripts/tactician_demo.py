@@ -1,22 +1,30 @@
-"""The demo behind the README's main command: a phase-changing workload on the lab, autotune planning and applying.
+"""The demo behind the README's main command: autotune on a phase-changing workload, side by side with doing nothing.
 
   scripts/demo.sh                      # sets up, brings the lab up, runs this, stops the lab
   .venv/bin/python scripts/tactician_demo.py --phase-s 240   # on a lab that is already up
+  .venv/bin/python scripts/tactician_demo.py --arms autotune,static,none --repeats 3 --trace quiet   # make bench
 
 The workload runs read-heavy, then write-heavy (an upload of new records), then read-heavy (a known job schedule,
-closed-loop clients). At the start of each phase autotune runs once in mode auto: it observes the phase, forecasts
-the rest of the run from the schedule, plans with the lab's throughput surrogate and applies the first switch when
-it pays off over the lookahead. The summary compares per phase what the plan predicted with what was measured:
-ops/s before and after each roll (the server's counters), the phase's average (the clients), and the client
-operations that failed during each roll.
+closed-loop clients); trace "quiet" puts a quiet phase (reads at a low rate, a night) between the upload and the
+reads. The same trace runs once per arm, the arms in turns, each from the same state (its starting configuration
+rolled in, the rows reloaded): "none" keeps the default configuration and never tunes (doing nothing), "autotune"
+starts on the defaults and runs autotune once at the start of each phase in mode auto (it observes the phase,
+forecasts the rest of the run from the schedule, plans with the lab's throughput surrogate and applies the first
+switch when it pays off over the lookahead), "static" keeps the static-optimized configuration of the whole trace
+(the plan's own, taken from the first autotune run, or --static). The summary compares total client operations,
+ops per phase and p99 of every arm with the client's and the servers' CPU, the ratio to doing nothing with a 95 %
+confidence interval when there are repetitions, and the warm-up (the same configuration in every arm) as the
+noise floor; then what autotune decided, predicted and measured.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -33,46 +41,84 @@ from ansible_collections.tactician.nosql.plugins.module_utils.trials import load
 
 LAB = os.path.join(ROOT, ".lab")
 HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
+READ_HEAVY = {"read": 0.95, "update": 0.05}
 # The write-heavy phase is an upload, the first phase of seed 001's HPC jobs: new records only. (With reads in it,
 # a read at CL ONE may reach a replica the acknowledged insert has not reached yet: a read that finds no row,
 # counted apart from the failed operations.)
-PHASES = [
-    ("read-heavy", {"read": 0.95, "update": 0.05}),
-    ("write-heavy (upload)", {"insert": 1.0}),
-    ("read-heavy again", {"read": 0.95, "update": 0.05}),
-]
-
-
-DEFAULT_PHASE_S = (150.0, 330.0, 280.0)
+UPLOAD = {"insert": 1.0}
+QUIET_RATE = 800.0
+"""ops/s the clients offer in the quiet phase (a night): about a sixth of what the lab serves read-heavy."""
+TRACES = {
+    # name: ([(label, mix, rate ops/s or 0 for closed loop)], default seconds per phase)
+    "demo": (
+        [("read-heavy", READ_HEAVY, 0.0), ("write-heavy (upload)", UPLOAD, 0.0), ("read-heavy again", READ_HEAVY, 0.0)],
+        (100.0, 240.0, 200.0),
+    ),
+    "quiet": (
+        [
+            ("read-heavy", READ_HEAVY, 0.0),
+            ("write-heavy (upload)", UPLOAD, 0.0),
+            ("quiet reads (a night)", READ_HEAVY, QUIET_RATE),
+            ("read-heavy again", READ_HEAVY, 0.0),
+        ],
+        (100.0, 240.0, 240.0, 150.0),
+    ),
+}
+ARMS = {
+    "none": "doing nothing (the defaults in place, never tuned)",
+    "static": "static-optimized (one configuration for the whole trace)",
+    "autotune": "autotune (mode auto at the start of each phase)",
+}
 STEP_S = 30
 """autotune's decision step (tactician_autotune_step_s): a switch planned within it is due now."""
 
 
-def phase_lengths(text):
-    """--phase-s: 300 or 150,330,240 -> a length per phase."""
+def phase_lengths(text, count):
+    """--phase-s: 300 or 100,240,200 -> a length per phase."""
     try:
         values = [float(part) for part in str(text).split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError("give seconds: one number or %d separated by commas" % len(PHASES)) from None
+        raise argparse.ArgumentTypeError("give seconds: one number or %d separated by commas" % count) from None
     if len(values) == 1:
-        values *= len(PHASES)
-    if len(values) != len(PHASES) or min(values) < 60:
+        values *= count
+    if len(values) != count or min(values) < 60:
         raise argparse.ArgumentTypeError(
-            "give one length for all phases or %d separated by commas, each at least 60 s (got %s)"
-            % (len(PHASES), text)
+            "give one length for all phases or %d separated by commas, each at least 60 s (got %s)" % (count, text)
         )
     return tuple(values)
 
 
+def arm_list(text):
+    """--arms: none,autotune -> ["none", "autotune"]."""
+    arms = [part.strip() for part in str(text).split(",") if part.strip()]
+    unknown = sorted(set(arms) - set(ARMS))
+    if not arms or unknown or len(set(arms)) != len(arms):
+        raise argparse.ArgumentTypeError(
+            "give distinct arms from %s separated by commas (got %s)" % (", ".join(ARMS), text)
+        )
+    return arms
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="tactician-demo", description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--trace", choices=sorted(TRACES), default="demo", help="the workload (default demo)")
     parser.add_argument(
         "--phase-s",
-        type=phase_lengths,
-        default=DEFAULT_PHASE_S,
-        help="length of the phases in seconds: one number for all three, or three separated by commas (default "
-        "%s: the upload is the longest, so that autotune's roll and both of its observe windows fit in it)"
-        % ",".join("%g" % s for s in DEFAULT_PHASE_S),
+        default=None,
+        help="length of the phases in seconds: one number for all, or one per phase separated by commas (default "
+        + "; ".join("%s %s" % (name, ",".join("%g" % s for s in TRACES[name][1])) for name in sorted(TRACES))
+        + ": the upload is the longest, so that autotune's roll and both of its observe windows fit in it)",
+    )
+    parser.add_argument(
+        "--arms",
+        type=arm_list,
+        default=["none", "autotune"],
+        help="arms side by side, in turns: none (doing nothing), static (static-optimized), autotune "
+        "(default none,autotune)",
+    )
+    parser.add_argument("--repeats", type=int, default=1, help="turns of every arm (3 or more: a 95 %% interval)")
+    parser.add_argument(
+        "--static", default=None, help="the static-optimized configuration (JSON); default the first plan's own"
     )
     parser.add_argument("--lead-s", type=float, default=20.0, help="load in a phase before autotune observes it")
     parser.add_argument(
@@ -83,7 +129,21 @@ def parse_args(argv):
     parser.add_argument("--model", default=os.path.join(ROOT, "catalog", "models", "cassandra-lab.json"))
     parser.add_argument("--min-gain", type=float, default=0.05, help="predicted gain share autotune needs to apply")
     parser.add_argument("--out", default=os.path.join(LAB, "demo"), help="where the demo writes (emptied first)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    phases, lengths = TRACES[args.trace]
+    try:
+        args.phase_s = phase_lengths(args.phase_s, len(phases)) if args.phase_s else lengths
+        args.static = json.loads(args.static) if args.static else None
+    except (argparse.ArgumentTypeError, ValueError) as exc:
+        parser.error("--phase-s/--static: %s" % exc)
+    if args.static is not None and not isinstance(args.static, dict):
+        parser.error("--static: give a JSON mapping of parameter to value")
+    if args.repeats < 1:
+        parser.error("--repeats: give a whole number >= 1")
+    if "static" in args.arms and args.static is None and "autotune" not in args.arms:
+        parser.error("--static: arm static needs the configuration, or arm autotune to plan it")
+    args.phases = phases
+    return args
 
 
 def say(text):
@@ -148,19 +208,108 @@ def main(argv=None):
     }
     defaults = {name: catalog[name]["default"] for name in tuned if catalog.get(name, {}).get("default") is not None}
     shutil.rmtree(args.out, ignore_errors=True)
-    for sub in ("plans", "reports", "logs"):
-        os.makedirs(os.path.join(args.out, sub))
-    history = os.path.join(args.out, "history.sqlite3")
+    os.makedirs(args.out)
     with open(os.path.join(LAB, "secrets", "cassandra-password"), encoding="utf-8") as handle:
         password = handle.readline().strip()
-
-    say("back to the default configuration of the tuned parameters (%s)" % ", ".join(tuned))
-    reset = write_json(
-        os.path.join(args.out, "reset.json"), {"tactician_store": "cassandra", "tactician_settings": defaults}
+    schedule_file = write_schedule(args)
+    static = {n: v for n, v in args.static.items() if n in tuned} if args.static else None
+    turns = arm_turns(args.arms, args.repeats, static_known=static is not None)
+    say(
+        "%s trace (%s), arms %s, %d turn%s each, in turns: %s"
+        % (
+            args.trace,
+            " -> ".join(
+                "%s %d s" % (label, length) for (label, _m, _r), length in zip(args.phases, args.phase_s, strict=True)
+            ),
+            ", ".join(args.arms),
+            args.repeats,
+            "" if args.repeats == 1 else "s",
+            ", ".join("%s %d" % (arm, rep + 1) for rep, arm in turns),
+        )
     )
-    if defaults and ansible("rolling_reconfigure.yml", reset, os.path.join(args.out, "logs", "reset.log")) != 0:
-        sys.exit("the reset to the defaults failed; see %s" % os.path.join(args.out, "logs", "reset.log"))
+    outcomes = []
+    for number, (rep, arm) in enumerate(turns):
+        say("=== turn %d of %d: %s (%s), repetition %d ===" % (number + 1, len(turns), arm, ARMS[arm], rep + 1))
+        folder = os.path.join(args.out, "%s-%d" % (arm, rep + 1))
+        for sub in ("plans", "reports", "logs"):
+            os.makedirs(os.path.join(folder, sub))
+        start = static if arm == "static" else defaults
+        say("rolling in the arm's starting configuration %s" % json.dumps(start, sort_keys=True))
+        reset = write_json(
+            os.path.join(folder, "reset.json"), {"tactician_store": "cassandra", "tactician_settings": start}
+        )
+        if start and ansible("rolling_reconfigure.yml", reset, os.path.join(folder, "logs", "reset.log")) != 0:
+            sys.exit("the reset to %s failed; see %s" % (start, os.path.join(folder, "logs", "reset.log")))
+        outcome = run_arm(args, arm, rep, folder, password, schedule_file)
+        outcomes.append(outcome)
+        if arm == "autotune" and static is None and outcome.get("static"):
+            static = {n: v for n, v in outcome["static"].items() if n in tuned}
+            say("static-optimized configuration of the whole trace (the first plan's): %s" % json.dumps(static))
+    summary = compare(args, outcomes, static)
+    for outcome in outcomes:
+        if outcome.get("detail"):
+            detail = outcome["detail"]
+            detail = detail[detail.index("## What") :].replace("\n## ", "\n### ")
+            summary += "\n## autotune, turn %d\n\n#%s" % (outcome["rep"] + 1, detail)
+    path = os.path.join(args.out, "summary.md")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(summary)
+    print()
+    print(summary)
+    print("Written: %s (each arm's plans, reports and logs in its own folder there)" % path)
+    # What the demo promises: no client operation fails while a roll changes the nodes (a timeout elsewhere, on
+    # two CPUs shared by 3 nodes, 32 client threads and the controller, is reported but is no roll's doing).
+    ok = all(o["ok"] for o in outcomes)
+    return 0 if ok else 1
 
+
+def arm_turns(arms, repeats, static_known=True):
+    """[(repetition, arm)]: every arm once per repetition, the order rotated each repetition (so that no arm always
+    runs first); arm static waits for a plan of autotune's in the first repetition when its configuration is not
+    given."""
+    out = []
+    for rep in range(repeats):
+        order = arms[rep % len(arms) :] + arms[: rep % len(arms)]
+        if rep == 0 and not static_known and "static" in order and "autotune" in order:
+            order.remove("autotune")
+            order.insert(order.index("static"), "autotune")
+        out += [(rep, arm) for arm in order]
+    return out
+
+
+def write_schedule(args):
+    path = os.path.join(args.out, "schedule.yml")
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(
+            {
+                "version": 1,
+                "seed": 1,
+                "phases": [{"duration_s": args.warmup_s, "mix": READ_HEAVY, "rate": 0, "label": "warm-up"}]
+                + [
+                    {"duration_s": length, "mix": mix, "rate": rate, "label": label}
+                    for (label, mix, rate), length in zip(args.phases, args.phase_s, strict=True)
+                ],
+            },
+            handle,
+            sort_keys=False,
+        )
+    return path
+
+
+def server_pid_files():
+    folder = os.path.join(LAB, "cassandra")
+    if not os.path.isdir(folder):
+        return []
+    return sorted(
+        os.path.join(folder, name, "cassandra.pid")
+        for name in os.listdir(folder)
+        if os.path.isfile(os.path.join(folder, name, "cassandra.pid"))
+    )
+
+
+def run_arm(args, arm, rep, folder, password, schedule_file):
+    """One arm's run of the whole trace: the rows reloaded, the clients on the schedule, autotune at each phase's
+    start in arm autotune. Returns {"arm", "rep", "warmup", "results", "ok", "static", "detail"}."""
     params = loadrun.with_defaults(
         store="cassandra",
         hosts=HOSTS,
@@ -179,22 +328,6 @@ def main(argv=None):
     )
     say("loading %d records into keyspace tactician_demo (RF 3)" % args.records)
     loadrun.execute(params, loadrun.plan(params))
-
-    schedule_file = os.path.join(args.out, "schedule.yml")
-    with open(schedule_file, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(
-            {
-                "version": 1,
-                "seed": 1,
-                "phases": [{"duration_s": args.warmup_s, "mix": PHASES[0][1], "rate": 0, "label": "warm-up"}]
-                + [
-                    {"duration_s": length, "mix": mix, "rate": 0, "label": label}
-                    for (label, mix), length in zip(PHASES, args.phase_s, strict=True)
-                ],
-            },
-            handle,
-            sort_keys=False,
-        )
     # The clients run niced in their own process: on a machine that also runs the servers and the controller,
     # autotune's own steps would otherwise wait behind 32 client threads.
     argv = ["nice", "-n", "10"] if shutil.which("nice") else []
@@ -202,6 +335,8 @@ def main(argv=None):
     argv += ["--hosts"] + HOSTS + ["--user", "tactician", "--workload", "a", "--phases", "run"]
     argv += ["-p", "recordcount=%d" % args.records, "-p", "requestdistribution=zipfian"]
     argv += ["--threads", str(args.threads), "--keyspace", "tactician_demo", "--replication-factor", "3"]
+    for pid_file in server_pid_files():
+        argv += ["--server-pid-file", pid_file]
     argv += ["--schedule", schedule_file, "--json"]
     env = dict(os.environ, TACTICIAN_LOGIN_PASSWORD=password)
     ended, output = [], []
@@ -217,19 +352,11 @@ def main(argv=None):
 
     reader = threading.Thread(target=follow, daemon=True)
     reader.start()
-    say(
-        "workload started: %d s warm-up, then %s, closed loop, %d client threads"
-        % (
-            args.warmup_s,
-            " -> ".join(
-                "%s %d s" % (label, length) for (label, _mix), length in zip(PHASES, args.phase_s, strict=True)
-            ),
-            args.threads,
-        )
-    )
+    say("workload started: %d s warm-up, then the trace; %d closed-loop client threads" % (args.warmup_s, args.threads))
     total = args.warmup_s + sum(args.phase_s)
     runs = []
-    for index, (label, _mix) in enumerate(PHASES):
+    history = os.path.join(folder, "history.sqlite3")
+    for index, (label, _mix, _rate) in enumerate(args.phases if arm == "autotune" else []):
         # A phase starts when the client of the one before ends (one client JVM per phase): follow them.
         while len(ended) <= index and driver.poll() is None:
             time.sleep(1)
@@ -238,17 +365,19 @@ def main(argv=None):
         time.sleep(max(0.0, ended[index] + args.lead_s - time.time()))
         remaining = max(args.phase_s[index] / 2, total - (time.time() - t0))
         extra = write_json(
-            os.path.join(args.out, "autotune-%d.json" % (index + 1)),
+            os.path.join(folder, "autotune-%d.json" % (index + 1)),
             {
                 "tactician_autotune_mode": "auto",
                 "tactician_model_file": args.model,
                 "tactician_history": history,
-                "tactician_plans_dir": os.path.join(args.out, "plans"),
-                "tactician_reports_dir": os.path.join(args.out, "reports"),
+                "tactician_plans_dir": os.path.join(folder, "plans"),
+                "tactician_reports_dir": os.path.join(folder, "reports"),
                 "tactician_autotune_forecast": "schedule",
                 "tactician_autotune_schedule_file": schedule_file,
                 "tactician_autotune_schedule_start": t0,
-                "tactician_autotune_demand": "unbounded",
+                # The schedule's rates: a quiet phase offers less than the cluster can serve (closed-loop phases
+                # have none and are unbounded).
+                "tactician_autotune_demand": "forecast",
                 "tactician_autotune_workload_base": {
                     "requestdistribution": "zipfian",
                     "records": args.records,
@@ -265,32 +394,197 @@ def main(argv=None):
         )
         say("phase %d (%s): autotune in mode auto" % (index + 1, label))
         began = time.time()
-        rc = ansible("autotune.yml", extra, os.path.join(args.out, "logs", "autotune-%d.log" % (index + 1)))
+        rc = ansible("autotune.yml", extra, os.path.join(folder, "logs", "autotune-%d.log" % (index + 1)))
         runs.append({"phase": index + 1, "label": label, "rc": rc, "began": began, "ended": time.time()})
-        for line in decision_lines(args, history, began):
+        arm_args = argparse.Namespace(**dict(vars(args), out=folder))
+        for line in decision_lines(arm_args, history, began):
             say(line)
         if rc != 0:
-            say("autotune failed (rc %d); see %s" % (rc, os.path.join(args.out, "logs")))
+            say("autotune failed (rc %d); see %s" % (rc, os.path.join(folder, "logs")))
     rc_load = driver.wait()
     reader.join()
     text = "".join(output)
-    with open(os.path.join(args.out, "logs", "clients.log"), "w", encoding="utf-8") as handle:
+    with open(os.path.join(folder, "logs", "clients.log"), "w", encoding="utf-8") as handle:
         handle.write(text)
     if "\n[" not in text:
         sys.exit("the workload failed (rc %d):\n%s" % (rc_load, text[-3000:]))
-    outcome = {"results": json.loads(text[text.index("\n[") + 1 :])}
-    results = [r for r in outcome.get("results") or [] if r.get("label") != "warm-up"]
-    summary, roll_failed = summarize(args, history, results, runs, t0)
-    path = os.path.join(args.out, "summary.md")
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(summary)
-    print()
-    print(summary)
-    print("Written: %s, reports in %s" % (path, os.path.join(args.out, "reports")))
-    # What the demo promises: no client operation fails while a roll changes the nodes (a timeout elsewhere, on
-    # two CPUs shared by 3 nodes, 32 client threads and the controller, is reported but is no roll's doing).
-    ok = all(run["rc"] == 0 for run in runs) and roll_failed == 0
-    return 0 if ok else 1
+    every = json.loads(text[text.index("\n[") + 1 :])
+    warmup = next((r for r in every if r.get("label") == "warm-up"), None)
+    results = [r for r in every if r.get("label") != "warm-up"]
+    outcome = {"arm": arm, "rep": rep, "warmup": warmup, "results": results, "ok": True, "static": None}
+    if arm == "autotune":
+        arm_args = argparse.Namespace(**dict(vars(args), out=folder))
+        detail, roll_failed = summarize(arm_args, history, results, runs, t0)
+        plans = _plans(arm_args)
+        outcome["static"] = _plan(plans[0]).get("static_optimized") if plans else None
+        outcome["detail"] = detail
+        outcome["roll_failed"] = roll_failed
+        outcome["ok"] = all(run["rc"] == 0 for run in runs) and roll_failed == 0
+    write_json(os.path.join(folder, "outcome.json"), {k: v for k, v in outcome.items() if k != "detail"})
+    return outcome
+
+
+def ops_of(result):
+    """Client operations a phase completed (every kind)."""
+    return sum(int(op.get("count") or 0) for op in (result or {}).get("operations", {}).values())
+
+
+def p99_of(result):
+    """The worst p99 (ms) of any operation of a phase."""
+    values = [op.get("p99_ms") for op in (result or {}).get("operations", {}).values()]
+    values = [float(v) for v in values if isinstance(v, int | float)]
+    return max(values) if values else None
+
+
+def cpu_of(results):
+    """(client cores, servers' cores, other cores) used on average over the phases."""
+    wall = sum(float(r.get("wall_s") or 0) for r in results) or 1.0
+
+    def share(key):
+        values = [r.get(key) for r in results]
+        return None if any(v is None for v in values) else sum(float(v) for v in values) / wall
+
+    return share("client_cpu_s"), share("server_cpu_s"), share("other_cpu_s")
+
+
+def ratio_interval(pairs):
+    """(mean ratio, low, high) of paired ratios: the geometric mean and the 95 % t interval of the log ratios
+    (low and high None with a single pair)."""
+    logs = [math.log(a / b) for a, b in pairs if a > 0 and b > 0]
+    if not logs:
+        return None, None, None
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(mean), None, None
+    half = effects.t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def _interval(values):
+    mean, low, high = values
+    if mean is None:
+        return "-"
+    if low is None:
+        return "%.3f (one pair: no interval)" % mean
+    return "%.3f [%.3f, %.3f]" % (mean, low, high)
+
+
+def _cores(value):
+    return "-" if value is None else "%.2f" % value
+
+
+def compare(args, outcomes, static):
+    """The Markdown comparison of the arms: every run, then each arm against doing nothing and the better
+    baseline, paired by repetition, with the warm-up (the same configuration in every arm) as the noise floor."""
+    labels = [label for label, _mix, _rate in args.phases]
+    lines = ["# Demo: autotune side by side with doing nothing, on the same trace", ""]
+    lines.append(
+        "Lab: 3 Cassandra 5.0 nodes (RF 3, CL ONE), servers and clients on the same 2 CPUs; %d records; %d "
+        "closed-loop client threads; trace %s: %s after a %g s warm-up; model %s. Every arm starts from the same "
+        "state: its configuration rolled in, the rows reloaded."
+        % (
+            args.records,
+            args.threads,
+            args.trace,
+            " / ".join(
+                "%s %g s%s" % (label, length, " at %g ops/s" % rate if rate else "")
+                for (label, _mix, rate), length in zip(args.phases, args.phase_s, strict=True)
+            ),
+            args.warmup_s,
+            os.path.basename(args.model),
+        )
+    )
+    lines.append("")
+    lines.append(
+        "Arms: %s. Static-optimized: %s."
+        % ("; ".join("%s = %s" % (arm, ARMS[arm]) for arm in args.arms), json.dumps(static) if static else "n/a")
+    )
+    lines += ["", "## Every run", ""]
+    lines.append(
+        "| arm | turn | total ops | "
+        + " | ".join("%s ops/s" % label for label in labels)
+        + " | worst p99 per phase (ms) | failed ops | warm-up ops/s | client CPU | servers CPU | other CPU |"
+    )
+    lines.append("|---" * (len(labels) + 9) + "|")
+    for outcome in outcomes:
+        results = outcome["results"]
+        client, servers, other = cpu_of(results)
+        lines.append(
+            "| %s | %d | %s | %s | %s | %d | %s | %s | %s | %s |"
+            % (
+                outcome["arm"],
+                outcome["rep"] + 1,
+                f"{sum(ops_of(r) for r in results):,}",
+                " | ".join("%.0f" % (r.get("throughput") or 0) for r in results),
+                " / ".join("-" if p99_of(r) is None else "%.0f" % p99_of(r) for r in results),
+                sum(int(r.get("failed_total") or 0) for r in results),
+                "%.0f" % ((outcome["warmup"] or {}).get("throughput") or 0),
+                _cores(client),
+                _cores(servers),
+                _cores(other),
+            )
+        )
+    lines += [
+        "",
+        "CPU in cores (of the machine's 2) on average over the trace: the clients (all client JVMs), the three "
+        "servers, and everything else (the controller's playbooks among it).",
+    ]
+    by = {}
+    for outcome in outcomes:
+        by.setdefault(outcome["arm"], {})[outcome["rep"]] = outcome
+    baselines = [arm for arm in ("none", "static") if arm in by]
+    contenders = [arm for arm in ("autotune", "static") if arm in by]
+    mean_total = {
+        arm: statistics.fmean(sum(ops_of(r) for r in o["results"]) for o in runs.values()) for arm, runs in by.items()
+    }
+    better = max(baselines, key=lambda arm: mean_total[arm]) if baselines else None
+    rows = []
+    for arm in contenders:
+        for base in baselines:
+            if base == arm:
+                continue
+            reps = sorted(set(by[arm]) & set(by[base]))
+            total = ratio_interval(
+                [
+                    (sum(ops_of(r) for r in by[arm][k]["results"]), sum(ops_of(r) for r in by[base][k]["results"]))
+                    for k in reps
+                ]
+            )
+            floor = ratio_interval(
+                [(ops_of(by[arm][k]["warmup"]), ops_of(by[base][k]["warmup"])) for k in reps if by[arm][k]["warmup"]]
+            )
+            phases = [
+                ratio_interval([(ops_of(by[arm][k]["results"][i]), ops_of(by[base][k]["results"][i])) for k in reps])[0]
+                for i in range(len(labels))
+            ]
+            rows.append((arm, base, len(reps), total, floor, phases))
+    if rows:
+        lines += ["", "## Side by side (paired by turn)", ""]
+        lines.append(
+            "| arm | against | pairs | total ops ratio, 95 %% CI | warm-up ratio (A/A: the same configuration) | %s |"
+            % " | ".join("%s ratio" % label for label in labels)
+        )
+        lines.append("|---" * (len(labels) + 5) + "|")
+        for arm, base, count, total, floor, phases in rows:
+            lines.append(
+                "| %s | %s%s | %d | %s | %s | %s |"
+                % (
+                    arm,
+                    base,
+                    " (the better baseline)" if base == better and len(baselines) > 1 else "",
+                    count,
+                    _interval(total),
+                    _interval(floor),
+                    " | ".join("-" if value is None else "%.3f" % value for value in phases),
+                )
+            )
+        lines += [
+            "",
+            "A ratio is the arm's client operations over the baseline's in the same turn (geometric mean over the "
+            "turns; the interval is Student's t on the log ratios). The warm-up runs the same configuration and "
+            "load in both arms: its ratio is what chance alone does here. A gain inside it is no gain.",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 STATUS_INTERVAL_S = 10.0

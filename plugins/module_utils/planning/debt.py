@@ -318,18 +318,19 @@ class Ledger:
         }
         return result
 
-    def hold_cost(self, line, config, steps):
-        """Ops lost to the debt when config is held from step 0 for steps steps (penalties, then what the debt
-        left costs to pay off under the last of those steps), from the debt now."""
+    def hold_cost(self, line, config, steps, then=None):
+        """Ops lost to the debt when config is held from step 0 for steps steps and then (default config) for the
+        rest of the line: penalties, then what the debt left at the line's end costs to pay off, from the debt now.
+        """
         growth = self.growth(line)
         room = self.headroom(line)
-        debt, lost = float(self.model.pending_bytes), 0.0
         served = self.served(line)
+        then = config if then is None else then
+        debt, lost = float(self.model.pending_bytes), 0.0
         steps = min(int(steps), line.steps)
-        for k in range(steps):
-            debt, pen = self._advance(debt, float(growth[k, config]), float(self.read_share[k]))
-            lost += float(served[k, config]) * line.step_s * (1.0 - float(self.keep(pen, room[k, config])))
-        last = max(0, steps - 1)
-        writes = float(served[last, config]) * float(self.write_share[last]) * self.model.bytes_per_write
-        share = float(self.read_share[last])
-        return lost + float(self.model.payoff_cost(debt, float(served[last, config]), share, writes))
+        held = config
+        for k in range(line.steps):
+            held = config if k < steps else then
+            debt, pen = self._advance(debt, float(growth[k, held]), float(self.read_share[k]))
+            lost += float(served[k, held]) * line.step_s * (1.0 - float(self.keep(pen, room[k, held])))
+        return lost + float(self.liability(line, debt, held))

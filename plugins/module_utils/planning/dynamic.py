@@ -48,9 +48,22 @@ def _round(value, quantum):
     return round(round(float(value) / quantum) * quantum, 6)
 
 
-def workloads_from_forecast(forecast, base=None, quantum=DEFAULT_QUANTUM):
+UNBOUNDED = 1e12
+"""The offered load of a schedule's unthrottled step (its rate 0: closed-loop clients take what they get)."""
+
+
+def is_schedule(forecast):
+    """Whether a forecast is a known schedule's (predict's method schedule)."""
+    return isinstance(forecast, dict) and (
+        forecast.get("method") == "schedule" or (forecast.get("describe") or {}).get("method") == "schedule"
+    )
+
+
+def workloads_from_forecast(forecast, base=None, quantum=DEFAULT_QUANTUM, unthrottled_zero=False):
     """(workloads, demand): one workload mapping per forecast step, and the offered load per step (None when the
-    forecast has no throughput or it is all zero, i.e. unknown: the cluster is taken as saturated).
+    forecast has no throughput or it is all zero, i.e. unknown: the cluster is taken as saturated). With
+    unthrottled_zero (a schedule's forecast, where throughput 0 is a phase without a rate), a step of throughput 0
+    among throttled ones is unbounded rather than idle.
 
     forecast: {"fields": {field: [values]}} (predict mode forecast) or {field: [values]}. base: the workload
     keys that are not forecast (requestdistribution, records, record_bytes, threads)."""
@@ -88,7 +101,7 @@ def workloads_from_forecast(forecast, base=None, quantum=DEFAULT_QUANTUM):
     if "throughput" in fields:
         values = [max(0.0, float(v)) for v in fields["throughput"]]
         if any(v > 0 for v in values):
-            demand = values
+            demand = [UNBOUNDED if unthrottled_zero and v == 0 else v for v in values]
     return workloads, demand
 
 
@@ -173,7 +186,8 @@ def make_plan(
     if solver not in ("exact", "ga"):
         raise PlanningError("solver: %r is not allowed; choose exact or ga" % (solver,))
     space = throughput.space
-    workloads, demand = workloads_from_forecast(forecast, workload_base, quantum)
+    known = is_schedule(forecast)
+    workloads, demand = workloads_from_forecast(forecast, workload_base, quantum, unthrottled_zero=known)
     try:
         current_full = space.complete(current or {}, throughput.hardware)
         default_full = space.complete(default or {}, throughput.hardware)
@@ -246,6 +260,10 @@ def make_plan(
     if debt is not None:
         plain = planner.best_plan(line, 0, min_gain=min_gain, tail_s=tail_s)
         compaction.Ledger(debt, candidates, workloads).attach(line)
+        # Static-optimized with the debt priced: the candidate that serves the most held for the whole lookahead
+        # (the surrogate's static optimum may be a throttle whose debt the reads pay).
+        held = [line.debt.value(line, [], c) for c in range(len(candidates))]
+        static_index = max(range(len(candidates)), key=lambda c: (held[c], c == static_index))
     exact = planner.best_plan(line, 0, min_gain=min_gain, tail_s=tail_s)
     result = exact
     optimum_steps = [optimum_of[tuner.config_key(w)] for w in workloads]
@@ -494,13 +512,14 @@ def safe_first_switch(
         raise PlanningError("forecast.fields.read_ratio: the safety rule plans on the read ratio; forecast it too")
     steps = len(fields["read_ratio"])
     rows = {}
+    known = is_schedule(forecast)
 
     def make_line(path):
         ratios = list(path["read_ratio"])
         part = {"read_ratio": ratios}
         if "throughput" in fields:
             part["throughput"] = list(fields["throughput"][: len(ratios)])
-        workloads, demand = workloads_from_forecast({"fields": part}, workload_base, quantum)
+        workloads, demand = workloads_from_forecast({"fields": part}, workload_base, quantum, unthrottled_zero=known)
         missing = [w for w in workloads if tuner.config_key(w) not in rows]
         if missing:
             unique = {tuner.config_key(w): w for w in missing}
@@ -514,7 +533,6 @@ def safe_first_switch(
         return line
 
     errors = forecast.get("errors") or {}
-    known = forecast.get("method") == "schedule" or (forecast.get("describe") or {}).get("method") == "schedule"
     now = errors.get("now") or {"read_ratio": fields["read_ratio"][0]}
     central = {"read_ratio": list(fields["read_ratio"])}
     persistence = {"read_ratio": [float(now["read_ratio"])] * steps}

@@ -246,7 +246,8 @@ def switch_gain(line, current, target, steps, model_error=0.0):
     share = float(news.sum() / olds.sum() - 1.0) if olds.size and olds.sum() > 0 else 0.0
     if getattr(line, "debt", None) is not None:
         # The compaction debt each side leaves over the window, and what paying it off costs after it.
-        switched -= line.debt.hold_cost(line, target, steps) - line.debt.hold_cost(line, current, steps)
+        # (The window held, then back to current: the debt is paid by the steps after the window too.)
+        switched -= line.debt.hold_cost(line, target, steps, then=current) - line.debt.hold_cost(line, current, steps)
     return switched - stay, stay, share
 
 

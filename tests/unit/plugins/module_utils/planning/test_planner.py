@@ -325,6 +325,10 @@ def test_forecast_to_workloads():
         {"records": 10, "mix": {"read": 0.1, "update": 0.9}},
     ]
     assert demand == [100.0, 0.0]
+    # A schedule's phase without a rate (0) is closed-loop: unbounded, not idle.
+    forecast = {"method": "schedule", "fields": {"read_ratio": [0.93, 0.12], "throughput": [100.0, 0.0]}}
+    _workloads, demand = dynamic.workloads_from_forecast(forecast, unthrottled_zero=dynamic.is_schedule(forecast))
+    assert demand == [100.0, dynamic.UNBOUNDED]
     assert dynamic.workloads_from_forecast({"read_ratio": [1.0]})[1] is None
     with pytest.raises(PlanningError, match="read_ratio"):
         dynamic.workloads_from_forecast({"fields": {"throughput": [1.0]}})
