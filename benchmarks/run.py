@@ -195,6 +195,14 @@ EXPERIMENTS = (
         site="bench",
     ),
     Experiment(
+        "baselines",
+        "live_baselines.py",
+        "Autotune against doing nothing and static-optimized on the lab's servers, same traces, in turns",
+        "issue criteria; seed 001 (IRIS) +18.9 % / +25.7 % over static-optimized",
+        needs=LAB,
+        site="lab",
+    ),
+    Experiment(
         "observe_accuracy",
         "observe_accuracy.py",
         "Observe accuracy: what the load driver did against what observe saw",

@@ -386,6 +386,9 @@ def run_arm(args, arm, rep, folder, password, schedule_file):
                 "tactician_autotune_lookahead_s": int(remaining // STEP_S * STEP_S),
                 "tactician_autotune_step_s": STEP_S,
                 "tactician_autotune_observe_s": 20,
+                # Two sub-windows of 10 s: the effect's interval with the least controller time per observation
+                # (each is a module call, about 20 s on this loaded machine).
+                "tactician_autotune_effect_windows": 2,
                 "tactician_autotune_settle_s": 15,
                 "tactician_autotune_restart_s": 60,
                 "tactician_autotune_min_gain": args.min_gain,

@@ -190,6 +190,7 @@ def observe(
     cpu_first = resources_mod.read_proc_stat() if machine else None
     gauges = {}
     readings = {probe.node: [] for probe in probes}
+    first = {}
     start = clock()
     while True:
         for probe in probes:
@@ -197,6 +198,7 @@ def observe(
             readings[probe.node].append(state)
             if trackers[probe.node].latest is None or at > trackers[probe.node].latest:
                 trackers[probe.node].add(at, counters)
+                first.setdefault(probe.node, at)
         if clock() - start >= duration - 1e-6:
             break
         sleep(max(0.0, min(interval, duration - (clock() - start))))
@@ -209,7 +211,9 @@ def observe(
     samples = []
     for probe in probes:
         tracker = trackers[probe.node]
-        main = tracker.rate(duration)
+        # Over this observation's own snapshots: a node that answers late under load still has a rate (its span
+        # is in extra.span_s).
+        main = tracker.rate(duration, since=first.get(probe.node))
         rates = main["rates"]
         if main["reason"]:
             raise ObserveError("%s: no rate over %ss: %s" % (probe.node, duration, main["reason"]))
@@ -246,7 +250,7 @@ def observe(
                 state=node_state(store, readings[probe.node], final, rates),
             )
         )
-    aggregate = _aggregate(store, cluster, end, duration, samples, probes, trackers)
+    aggregate = _aggregate(store, cluster, end, duration, samples, probes, trackers, first)
     if history is not None:
         history.add_samples(samples + [aggregate])
         for probe in probes:
@@ -254,14 +258,15 @@ def observe(
     return {"samples": samples, "aggregate": aggregate}
 
 
-def _aggregate(store, cluster, end, duration, samples, probes, trackers):
+def _aggregate(store, cluster, end, duration, samples, probes, trackers, firsts=None):
+    firsts = firsts or {}
     counted = [s for s, p in zip(samples, probes, strict=True) if p.counted]
     ops = {op: sum(s["ops_per_s"][op] for s in counted) for op in telemetry.OPS}
     hits = {}
     for name in HIT_COUNTERS[store]:
         total_hits = total_requests = 0.0
         for probe in probes:
-            rates = trackers[probe.node].rate(duration)["rates"]
+            rates = trackers[probe.node].rate(duration, since=firsts.get(probe.node))["rates"]
             if rates.get(name + "_hits") is not None and rates.get(name + "_requests"):
                 total_hits += rates[name + "_hits"]
                 total_requests += rates[name + "_requests"]

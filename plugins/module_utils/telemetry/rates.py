@@ -121,10 +121,12 @@ class RateTracker:
             "window: %r is not tracked; allowed: %s" % (window, ", ".join(window_label(w) for w in self.windows))
         )
 
-    def rate(self, window):
+    def rate(self, window, since=None):
         """Rates over one window (seconds or label such as '30s'): a dict with window_s, start, end, span_s,
         points (snapshots inside), rates {name: per second or None}, reason (None when computed), resets and
-        missing (counters absent at the start)."""
+        missing (counters absent at the start). since: start at the first snapshot held at or after that time
+        instead (an observation's own first snapshot: its span is what it is, however late a loaded node
+        answered)."""
         window = self._window(window)
         result = {
             "window_s": window,
@@ -150,7 +152,12 @@ class RateTracker:
         target = end_time - window
         slack = window * self.tolerance
         best = None
-        for index in range(len(snaps) - 1):
+        if since is not None:
+            best = next((i for i in range(len(snaps) - 1) if snaps[i][0] >= since), None)
+            if best is None:
+                result["reason"] = "too short: no two snapshots since t-%gs" % (end_time - since)
+                return result
+        for index in range(len(snaps) - 1) if since is None else ():
             distance = abs(snaps[index][0] - target)
             if distance <= slack and (best is None or distance < abs(snaps[best][0] - target)):
                 best = index

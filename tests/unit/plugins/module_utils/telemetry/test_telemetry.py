@@ -125,6 +125,16 @@ def test_too_short_history_gives_none_with_a_reason():
     assert rates["5m"]["reason"].startswith("too short")
 
 
+def test_an_observation_has_a_rate_over_its_own_snapshots_however_late_they_came():
+    # A loaded node answered late: snapshots at 0, 3.9 and 8.2 s of a 6.7 s observation, after an older one kept
+    # from the last run at -64 s. The window's edge has no snapshot near it; the observation's own span does.
+    tracker = tracker_with([-64.0, 0.0, 3.9, 8.2], lambda t: {"ops": 1000 + 10 * t}, windows=(6.7, 300))
+    assert tracker.rate(6.7)["reason"].startswith("gap")
+    since = tracker.rate(6.7, since=0.0)
+    assert since["reason"] is None and since["span_s"] == 8.2 and since["rates"]["ops"] == 10.0
+    assert tracker.rate(6.7, since=8.2)["reason"].startswith("too short: no two snapshots since")
+
+
 def test_gap_gives_none_with_a_reason():
     tracker = tracker_with(list(range(61)) + [100], lambda t: {"ops": t})
     rates = tracker.rates()
