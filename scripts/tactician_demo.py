@@ -52,7 +52,7 @@ TRACES = {
     # name: ([(label, mix, rate ops/s or 0 for closed loop)], default seconds per phase)
     "demo": (
         [("read-heavy", READ_HEAVY, 0.0), ("write-heavy (upload)", UPLOAD, 0.0), ("read-heavy again", READ_HEAVY, 0.0)],
-        (100.0, 240.0, 200.0),
+        (80.0, 210.0, 160.0),
     ),
     "quiet": (
         [
@@ -122,7 +122,18 @@ def parse_args(argv):
     )
     parser.add_argument("--lead-s", type=float, default=20.0, help="load in a phase before autotune observes it")
     parser.add_argument(
-        "--warmup-s", type=float, default=40.0, help="read-heavy load before the first phase (JIT of fresh nodes)"
+        "--warmup-s",
+        type=float,
+        default=30.0,
+        help="read-heavy load before the first phase of every arm, measured: the same configuration and load in "
+        "every arm, so its ratio is the noise floor",
+    )
+    parser.add_argument(
+        "--prewarm-s",
+        type=float,
+        default=60.0,
+        help="read-heavy load before the first turn, not measured: fresh JVMs need 45-60 s of load before their "
+        "throughput is steady, and the first arm would pay for it alone",
     )
     parser.add_argument("--records", type=int, default=20000, help="YCSB records loaded (as the model was measured)")
     parser.add_argument("--threads", type=int, default=32, help="client threads (as the model was measured)")
@@ -240,7 +251,8 @@ def main(argv=None):
         )
         if start and ansible("rolling_reconfigure.yml", reset, os.path.join(folder, "logs", "reset.log")) != 0:
             sys.exit("the reset to %s failed; see %s" % (start, os.path.join(folder, "logs", "reset.log")))
-        outcome = run_arm(args, arm, rep, folder, password, schedule_file)
+        prewarm_s = args.prewarm_s if number == 0 else 0.0
+        outcome = run_arm(args, arm, rep, folder, password, schedule_file, prewarm_s=prewarm_s)
         outcomes.append(outcome)
         if arm == "autotune" and static is None and outcome.get("static"):
             static = {n: v for n, v in outcome["static"].items() if n in tuned}
@@ -307,7 +319,33 @@ def server_pid_files():
     )
 
 
-def run_arm(args, arm, rep, folder, password, schedule_file):
+def client_argv(args, schedule_file):
+    """The clients' command line on a schedule file. They run niced in their own process: on a machine that also
+    runs the servers and the controller, autotune's own steps would otherwise wait behind 32 client threads."""
+    argv = ["nice", "-n", "10"] if shutil.which("nice") else []
+    argv += [sys.executable, os.path.join(ROOT, "scripts", "tactician_load.py"), "--store", "cassandra"]
+    argv += ["--hosts"] + HOSTS + ["--user", "tactician", "--workload", "a", "--phases", "run"]
+    argv += ["-p", "recordcount=%d" % args.records, "-p", "requestdistribution=zipfian"]
+    argv += ["--threads", str(args.threads), "--keyspace", "tactician_demo", "--replication-factor", "3"]
+    for pid_file in server_pid_files():
+        argv += ["--server-pid-file", pid_file]
+    return argv + ["--schedule", schedule_file, "--json"]
+
+
+def prewarm(args, folder, password, seconds):
+    """Read-heavy load for seconds, not measured (the JIT of fresh nodes)."""
+    path = os.path.join(folder, "prewarm.yml")
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(
+            {"version": 1, "seed": 1, "phases": [{"duration_s": seconds, "mix": READ_HEAVY, "rate": 0}]}, handle
+        )
+    say("pre-warming the nodes: %d s of read-heavy load, not measured" % seconds)
+    env = dict(os.environ, TACTICIAN_LOGIN_PASSWORD=password)
+    with open(os.path.join(folder, "logs", "prewarm.log"), "w", encoding="utf-8") as log:
+        subprocess.run(client_argv(args, path), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+
+
+def run_arm(args, arm, rep, folder, password, schedule_file, prewarm_s=0.0):
     """One arm's run of the whole trace: the rows reloaded, the clients on the schedule, autotune at each phase's
     start in arm autotune. Returns {"arm", "rep", "warmup", "results", "ok", "static", "detail"}."""
     params = loadrun.with_defaults(
@@ -328,16 +366,9 @@ def run_arm(args, arm, rep, folder, password, schedule_file):
     )
     say("loading %d records into keyspace tactician_demo (RF 3)" % args.records)
     loadrun.execute(params, loadrun.plan(params))
-    # The clients run niced in their own process: on a machine that also runs the servers and the controller,
-    # autotune's own steps would otherwise wait behind 32 client threads.
-    argv = ["nice", "-n", "10"] if shutil.which("nice") else []
-    argv += [sys.executable, os.path.join(ROOT, "scripts", "tactician_load.py"), "--store", "cassandra"]
-    argv += ["--hosts"] + HOSTS + ["--user", "tactician", "--workload", "a", "--phases", "run"]
-    argv += ["-p", "recordcount=%d" % args.records, "-p", "requestdistribution=zipfian"]
-    argv += ["--threads", str(args.threads), "--keyspace", "tactician_demo", "--replication-factor", "3"]
-    for pid_file in server_pid_files():
-        argv += ["--server-pid-file", pid_file]
-    argv += ["--schedule", schedule_file, "--json"]
+    if prewarm_s > 0:
+        prewarm(args, folder, password, prewarm_s)
+    argv = client_argv(args, schedule_file)
     env = dict(os.environ, TACTICIAN_LOGIN_PASSWORD=password)
     ended, output = [], []
     t0 = time.time()
