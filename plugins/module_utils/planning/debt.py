@@ -38,6 +38,9 @@ GIB = float(1 << 30)
 MIB = float(1 << 20)
 READS = ("read", "scan", "rmw")
 WRITES = ("update", "insert", "rmw")
+AVERSION = 1e-4
+"""Share of a step's ops charged per GiB a node owes, on top of the penalty: a debt is a risk (the quiet phase
+that was to pay it may not come), so of two plans that serve the same the one that pays earlier wins."""
 LEVELS = 48
 """Debt levels of the dynamic program (0 and a geometric grid up to the largest debt the lookahead can build)."""
 
@@ -176,10 +179,10 @@ class Ledger:
         served = self.served(line)
         return np.where(served > 0, line.F / np.maximum(served, 1e-12), 1.0)
 
-    def keep(self, penalty, headroom):
-        """Share of the served ops still served under a penalty on the capacity."""
+    def keep(self, penalty, headroom, mean=0.0):
+        """Share of the served ops counted under a penalty on the capacity, less the aversion to mean bytes owed."""
         np = _np()
-        return np.minimum(1.0, (1.0 - penalty) * headroom)
+        return np.minimum(1.0, (1.0 - penalty) * headroom) - AVERSION * np.asarray(mean) / GIB
 
     def growth(self, line):
         """Debt change per node over each step with each configuration in place (bytes), [steps, configs]."""
@@ -187,7 +190,8 @@ class Ledger:
         return (writes - self.rates[None, :]) * line.step_s
 
     def _advance(self, debt, growth, read_share):
-        """(debt after one step, penalty share of the step) from debt (array) with growth bytes over the step."""
+        """(debt after one step, penalty share of the step, mean debt) from debt (array) with growth bytes over the
+        step."""
         np = _np()
         debt = np.asarray(debt, dtype=float)
         end = np.maximum(0.0, debt + growth)
@@ -198,7 +202,7 @@ class Ledger:
         else:
             paying = np.zeros_like(debt)
             mean = debt + growth / 2.0
-        return end, self.model.penalty(mean, read_share, paying)
+        return end, self.model.penalty(mean, read_share, paying), mean
 
     def liability(self, line, debt, config):
         """Ops the debt left at the end of the lookahead will cost (paid at capacity under the last step's
@@ -225,14 +229,14 @@ class Ledger:
                 end = int(resume[k, current, target])
                 share = float(ops[k, current, target]) / (end - k)
                 for j in range(k, end):
-                    debt, pen = self._advance(debt, float(growth[j, target]), float(self.read_share[j]))
-                    kept = float(self.keep(pen, room[j, target]))
+                    debt, pen, mean = self._advance(debt, float(growth[j, target]), float(self.read_share[j]))
+                    kept = float(self.keep(pen, room[j, target], mean))
                     total += share * kept
                     lost += share * (1.0 - kept)
                 k, current = end, target
                 continue
-            debt, pen = self._advance(debt, float(growth[k, current]), float(self.read_share[k]))
-            kept = float(self.keep(pen, room[k, current]))
+            debt, pen, mean = self._advance(debt, float(growth[k, current]), float(self.read_share[k]))
+            kept = float(self.keep(pen, room[k, current], mean))
             total += float(steady[k, current]) * kept
             lost += float(steady[k, current]) * (1.0 - kept)
             k += 1
@@ -272,8 +276,8 @@ class Ledger:
                 d = debt.copy()
                 keep = np.zeros_like(d)
                 for j in range(k, end):
-                    d, pen = self._advance(d, float(growth[j, b]), float(self.read_share[j]))
-                    keep = keep + self.keep(pen, room[j, b])
+                    d, pen, mean = self._advance(d, float(growth[j, b]), float(self.read_share[j]))
+                    keep = keep + self.keep(pen, room[j, b], mean)
                 keep = keep / (end - k)
                 out[b] = ops[k, current, b] * keep + np.interp(d, levels, value[end, b])
             return out
@@ -331,6 +335,6 @@ class Ledger:
         held = config
         for k in range(line.steps):
             held = config if k < steps else then
-            debt, pen = self._advance(debt, float(growth[k, held]), float(self.read_share[k]))
-            lost += float(served[k, held]) * line.step_s * (1.0 - float(self.keep(pen, room[k, held])))
+            debt, pen, mean = self._advance(debt, float(growth[k, held]), float(self.read_share[k]))
+            lost += float(served[k, held]) * line.step_s * (1.0 - float(self.keep(pen, room[k, held], mean)))
         return lost + float(self.liability(line, debt, held))

@@ -537,7 +537,10 @@ def safe_first_switch(
     central = {"read_ratio": list(fields["read_ratio"])}
     persistence = {"read_ratio": [float(now["read_ratio"])] * steps}
     if known:
-        # A known schedule: no error at all, against persistence's full range.
+        # A known schedule: no error at all, against persistence's full range; and no dwell: the switch back it
+        # plans (the one the guard valued the first switch with) is no back-and-forth of a noisy forecast.
+        policy = dataclasses.replace(policy, min_dwell_s=0.0)
+        since_switch_s = None
         forecast_errors = [{"read_ratio": [0.0] * steps}] * policy.min_paths
         persistence_errors = [{"read_ratio": [1.0] * steps}] * policy.min_paths
         errors = {}

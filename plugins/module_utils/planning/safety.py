@@ -458,7 +458,9 @@ def decide(
             continue
         hold = line.steps
         if target == planned and len(plan["switches"]) > 1:
-            hold = max(1, plan["switches"][1][0])
+            # Held until the plan's next switch, and at least the dwell the next switch will have to wait.
+            dwell = math.ceil((line.layout_of(current, target)[1] + policy.min_dwell_s) / line.step_s - 1e-9)
+            hold = min(line.steps, max(1, plan["switches"][1][0], dwell))
         windows[target] = hold
     if basis == "forecast" and planned is not None:
         local = skill(forecast_errors, persistence_errors, windows[planned])
