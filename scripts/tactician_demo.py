@@ -387,7 +387,7 @@ def run_arm(args, arm, rep, folder, password, schedule_file, prewarm_s=0.0):
     total = args.warmup_s + sum(args.phase_s)
     runs = []
     history = os.path.join(folder, "history.sqlite3")
-    for index, (label, _mix, _rate) in enumerate(args.phases if arm == "autotune" else []):
+    for index, (label, _mix, rate) in enumerate(args.phases if arm == "autotune" else []):
         # A phase starts when the client of the one before ends (one client JVM per phase): follow them.
         while len(ended) <= index and driver.poll() is None:
             time.sleep(1)
@@ -424,6 +424,8 @@ def run_arm(args, arm, rep, folder, password, schedule_file, prewarm_s=0.0):
                 "tactician_autotune_restart_s": 60,
                 "tactician_autotune_min_gain": args.min_gain,
                 "tactician_autotune_keyspaces": ["tactician_demo"],
+                # A throttled phase: a side that serves what the clients offer shows no effect ("throttled").
+                **({"tactician_autotune_offered": rate} if rate else {}),
             },
         )
         say("phase %d (%s): autotune in mode auto" % (index + 1, label))

@@ -363,7 +363,15 @@ def make_plan(
                     "ops_per_s_before": round(before, 1),
                     "ops_per_s_after": round(after, 1),
                     **(
-                        {"gain_low_share": guarded["gain_low_share"], "gain_share": guarded["gain_share"]}
+                        {
+                            # The effect is measured right after the roll: it is held against no more than the
+                            # gain predicted then (a switch whose gain comes in a later phase, or in a debt paid
+                            # off, shows none in a quiet phase right after it).
+                            "gain_low_share": min(
+                                guarded["gain_low_share"], (after - before) / before if before > 0 else 0.0
+                            ),
+                            "gain_share": guarded["gain_share"],
+                        }
                         if guarded and number == 0 and guarded.get("gain_low_share") is not None
                         else {}
                     ),
