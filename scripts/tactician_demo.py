@@ -141,6 +141,9 @@ def parse_args(argv):
     parser.add_argument("--min-gain", type=float, default=0.05, help="predicted gain share autotune needs to apply")
     parser.add_argument("--out", default=os.path.join(LAB, "demo"), help="where the demo writes (emptied first)")
     args = parser.parse_args(argv)
+    # Absolute: the playbooks' modules run in a directory of their own.
+    args.out = os.path.abspath(args.out)
+    args.model = os.path.abspath(args.model)
     phases, lengths = TRACES[args.trace]
     try:
         args.phase_s = phase_lengths(args.phase_s, len(phases)) if args.phase_s else lengths
