@@ -157,6 +157,7 @@ class Ledger:
         reads, writes = shares(workloads)
         self.read_share = np.array(reads, dtype=float)
         self.write_share = np.array(writes, dtype=float)
+        self._line, self._arrays = None, {}
 
     def attach(self, line):
         if len(self.read_share) != line.steps or len(self.rates) != line.configs:
@@ -165,19 +166,28 @@ class Ledger:
                 % (len(self.read_share), len(self.rates), line.steps, line.configs)
             )
         line.debt = self
+        self._line, self._arrays = line, {}
         return line
+
+    def _once(self, line, name, compute):
+        """An array of the attached line computed once (every switch gain of the guard asks for it again)."""
+        if line is not self._line:
+            return compute()
+        if name not in self._arrays:
+            self._arrays[name] = compute()
+        return self._arrays[name]
 
     # ------------------------------------------------------------------------------------- per step
     def served(self, line):
         """Cluster ops/s served per step and configuration, [steps, configurations]."""
-        return line.step_ops() / line.step_s
+        return self._once(line, "served", lambda: line.step_ops() / line.step_s)
 
     def headroom(self, line):
         """Capacity over what is served, per step and configuration (>= 1; above 1 where the offered load is below
         the capacity: a debt then first eats into the idle capacity)."""
         np = _np()
         served = self.served(line)
-        return np.where(served > 0, line.F / np.maximum(served, 1e-12), 1.0)
+        return self._once(line, "headroom", lambda: np.where(served > 0, line.F / np.maximum(served, 1e-12), 1.0))
 
     def keep(self, penalty, headroom, mean=0.0):
         """Share of the served ops counted under a penalty on the capacity, less the aversion to mean bytes owed."""
@@ -186,8 +196,12 @@ class Ledger:
 
     def growth(self, line):
         """Debt change per node over each step with each configuration in place (bytes), [steps, configs]."""
-        writes = self.served(line) * self.write_share[:, None] * self.model.bytes_per_write
-        return (writes - self.rates[None, :]) * line.step_s
+
+        def compute():
+            writes = self.served(line) * self.write_share[:, None] * self.model.bytes_per_write
+            return (writes - self.rates[None, :]) * line.step_s
+
+        return self._once(line, "growth", compute)
 
     def _advance(self, debt, growth, read_share):
         """(debt after one step, penalty share of the step, mean debt) from debt (array) with growth bytes over the
