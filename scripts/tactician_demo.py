@@ -35,6 +35,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import process
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects, plan_file
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
@@ -140,6 +141,13 @@ def parse_args(argv):
     parser.add_argument("--model", default=os.path.join(ROOT, "catalog", "models", "cassandra-lab.json"))
     parser.add_argument("--min-gain", type=float, default=0.05, help="predicted gain share autotune needs to apply")
     parser.add_argument("--out", default=os.path.join(LAB, "demo"), help="where the demo writes (emptied first)")
+    parser.add_argument(
+        "--no-cpu-split",
+        dest="cpu_split",
+        action="store_false",
+        help="run the clients and the controller on every CPU, with the servers (default: the servers on the upper "
+        "half of the CPUs, the clients and the controller on the lower half, as on a real cluster)",
+    )
     args = parser.parse_args(argv)
     # Absolute: the playbooks' modules run in a directory of their own.
     args.out = os.path.abspath(args.out)
@@ -194,9 +202,37 @@ def ansible(playbook, extra, log_path, show=("[tactician",)):
         return proc.wait()
 
 
+SPLIT = {"clients": None, "servers": None}
+"""The CPUs of the clients and the controller, and of the servers, once split_cpus() has split them (None: all)."""
+
+
+def split_cpus(enabled):
+    """Puts this process (so the clients and the controller it starts) on the lower half of the CPUs and the
+    running servers on the upper half (the lab's inventory starts them there, cassandra_node_cpus upper-half; a
+    lab brought up before is moved live). Returns a line that says where everything runs."""
+    clients, servers = process.cpu_split() if enabled else (None, None)
+    if not clients:
+        return "CPU split: none (%s): the servers, the clients and the controller share every CPU" % (
+            "--no-cpu-split" if not enabled else "one CPU"
+        )
+    os.sched_setaffinity(0, clients)
+    for pid_file in server_pid_files():
+        pid = process.read_pid(pid_file)
+        if process.pid_alive(pid):
+            process.pin(pid, servers)
+    SPLIT.update(clients=clients, servers=servers)
+    return "CPU split: the servers on CPU %s, the clients and the controller on CPU %s" % (
+        process.format_cpus(servers),
+        process.format_cpus(clients),
+    )
+
+
 def _controller_priority():
-    """The lab runs the controller on the machine the servers saturate: where allowed (root), the playbooks get a
-    higher CPU priority than the servers and the clients, as a controller of its own would have."""
+    """Without a CPU split the lab runs the controller on the CPUs the servers saturate: where allowed (root), the
+    playbooks get a higher CPU priority than the servers and the clients, as a controller of its own would have.
+    With the split it runs at the clients' priority, on their CPUs."""
+    if SPLIT["clients"]:
+        return
     try:
         os.nice(-10)
     except OSError:
@@ -226,6 +262,7 @@ def main(argv=None):
     with open(os.path.join(LAB, "secrets", "cassandra-password"), encoding="utf-8") as handle:
         password = handle.readline().strip()
     schedule_file = write_schedule(args)
+    say(split_cpus(args.cpu_split))
     static = {n: v for n, v in args.static.items() if n in tuned} if args.static else None
     turns = arm_turns(args.arms, args.repeats, static_known=static is not None)
     say(
@@ -323,9 +360,9 @@ def server_pid_files():
 
 
 def client_argv(args, schedule_file):
-    """The clients' command line on a schedule file. They run niced in their own process: on a machine that also
-    runs the servers and the controller, autotune's own steps would otherwise wait behind 32 client threads."""
-    argv = ["nice", "-n", "10"] if shutil.which("nice") else []
+    """The clients' command line on a schedule file. Without a CPU split they run niced: on the CPUs that also run
+    the servers and the controller, autotune's own steps would otherwise wait behind 32 client threads."""
+    argv = ["nice", "-n", "10"] if shutil.which("nice") and not SPLIT["clients"] else []
     argv += [sys.executable, os.path.join(ROOT, "scripts", "tactician_load.py"), "--store", "cassandra"]
     argv += ["--hosts"] + HOSTS + ["--user", "tactician", "--workload", "a", "--phases", "run"]
     argv += ["-p", "recordcount=%d" % args.records, "-p", "requestdistribution=zipfian"]
@@ -508,6 +545,15 @@ def _interval(values):
     return "%.3f [%.3f, %.3f]" % (mean, low, high)
 
 
+def _where():
+    if not SPLIT["clients"]:
+        return "servers, clients and controller on the same %d CPUs" % (os.cpu_count() or 1)
+    return "the servers on CPU %s, the clients and the controller on CPU %s" % (
+        process.format_cpus(SPLIT["servers"]),
+        process.format_cpus(SPLIT["clients"]),
+    )
+
+
 def _cores(value):
     return "-" if value is None else "%.2f" % value
 
@@ -518,10 +564,11 @@ def compare(args, outcomes, static):
     labels = [label for label, _mix, _rate in args.phases]
     lines = ["# Demo: autotune side by side with doing nothing, on the same trace", ""]
     lines.append(
-        "Lab: 3 Cassandra 5.0 nodes (RF 3, CL ONE), servers and clients on the same 2 CPUs; %d records; %d "
+        "Lab: 3 Cassandra 5.0 nodes (RF 3, CL ONE), %s; %d records; %d "
         "closed-loop client threads; trace %s: %s after a %g s warm-up; model %s. Every arm starts from the same "
         "state: its configuration rolled in, the rows reloaded."
         % (
+            _where(),
             args.records,
             args.threads,
             args.trace,
@@ -565,8 +612,8 @@ def compare(args, outcomes, static):
         )
     lines += [
         "",
-        "CPU in cores (of the machine's 2) on average over the trace: the clients (all client JVMs), the three "
-        "servers, and everything else (the controller's playbooks among it).",
+        "CPU in cores (of the machine's %d) on average over the trace: the clients (all client JVMs), the three "
+        "servers, and everything else (the controller's playbooks among it)." % (os.cpu_count() or 1),
     ]
     by = {}
     for outcome in outcomes:

@@ -242,7 +242,7 @@ def test_load_driver_names_the_unreachable_host_and_writes_nothing(clusters):
 
 
 def _observe_while_loading(store, hosts, user, password, workload, rate, nodes, keyspaces, history_path, **extra):
-    """Drive workload at a fixed rate in the background and observe a 10 s window in the middle of it."""
+    """Drive workload at a fixed rate in the background for 45 s and observe a 10 s window in the middle of it."""
     import threading
     import time
 
@@ -261,7 +261,10 @@ def _observe_while_loading(store, hosts, user, password, workload, rate, nodes, 
         target=rate,
         keyspace="ycsb_it",
         status_interval=2,
-        properties={"recordcount": 2000, "operationcount": rate * 22},
+        # The run outlasts the observe window whatever rate the busy machine allows: it stops on time, not on a
+        # count of operations (a count ended it before a slow observe's window closed).
+        max_seconds=45,
+        properties={"recordcount": 2000, "operationcount": rate * 100},
     )
     done = {}
     worker = threading.Thread(target=lambda: done.update(result=loadrun.execute(params, loadrun.plan(params))[0]))

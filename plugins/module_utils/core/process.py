@@ -103,8 +103,81 @@ def tail(path, lines=30):
     return "\n".join(data.splitlines()[-lines:])
 
 
-def spawn(argv, pid_file, log_file, cwd=None, env=None):
-    """Start argv detached from the caller (own session, stdin from /dev/null, output to log_file).
+SPLIT = "upper-half"
+
+
+def parse_cpus(spec, field="cpus"):
+    """The CPU set a CPU list names: taskset's syntax ("1", "0-1", "2,3,6-7"), or "upper-half" (the upper half of
+    the machine's CPUs, the lower half left to the clients and the controller of a one-machine lab; nothing on a
+    machine of one CPU). None or "" is no pinning (None). Raises CoreError naming field on anything else."""
+    if spec is None or str(spec).strip() == "":
+        return None
+    text = str(spec).strip()
+    total = os.cpu_count() or 1
+    if text == SPLIT:
+        return cpu_split()[1]
+    cpus = set()
+    for part in text.split(","):
+        bounds = part.strip().split("-")
+        if len(bounds) > 2 or not all(b.strip().isdigit() for b in bounds):
+            raise CoreError(
+                "%s: %r is not a CPU list (allowed: CPU numbers and ranges such as 1, 0-1, 2,3; or %s)"
+                % (field, spec, SPLIT)
+            )
+        low, high = int(bounds[0]), int(bounds[-1])
+        if low > high or high >= total:
+            raise CoreError("%s: %r names CPUs outside 0-%d (this machine's)" % (field, spec, total - 1))
+        cpus.update(range(low, high + 1))
+    return cpus
+
+
+def cpu_split():
+    """(client CPUs, server CPUs) of a one-machine lab: the lower half of the CPUs for the load driver and the
+    controller, the upper half for the servers; (None, None) on a machine of one CPU (no split possible)."""
+    total = os.cpu_count() or 1
+    if total < 2:
+        return None, None
+    return set(range(total // 2)), set(range(total // 2, total))
+
+
+def format_cpus(cpus):
+    """A CPU set in taskset's list syntax (ranges joined), "all" for None."""
+    if not cpus:
+        return "all"
+    ordered, parts = sorted(cpus), []
+    start = prev = ordered[0]
+    for cpu in ordered[1:] + [None]:
+        if cpu is not None and cpu == prev + 1:
+            prev = cpu
+            continue
+        parts.append(str(start) if start == prev else "%d-%d" % (start, prev))
+        start = prev = cpu
+    return ",".join(parts)
+
+
+def pin(pid, cpus):
+    """Run every thread of process pid on cpus (threads it starts later inherit it). Returns True when a thread
+    was moved, False when all were already there; raises ProcessError when the affinity cannot be set."""
+    changed = False
+    try:
+        tasks = [int(t) for t in os.listdir("/proc/%d/task" % pid)]
+    except OSError:
+        tasks = [pid]
+    for tid in tasks:
+        try:
+            if os.sched_getaffinity(tid) != set(cpus):
+                os.sched_setaffinity(tid, cpus)
+                changed = True
+        except ProcessLookupError:
+            continue  # a thread that ended meanwhile
+        except OSError as exc:
+            raise ProcessError("cannot pin process %d to CPUs %s: %s" % (pid, format_cpus(cpus), exc)) from exc
+    return changed
+
+
+def spawn(argv, pid_file, log_file, cwd=None, env=None, cpus=None):
+    """Start argv detached from the caller (own session, stdin from /dev/null, output to log_file), on cpus when
+    given (a CPU set; every thread it starts inherits it).
 
     Returns the PID, which is also written to pid_file.
     """
@@ -125,6 +198,7 @@ def spawn(argv, pid_file, log_file, cwd=None, env=None):
                 stderr=subprocess.STDOUT,
                 close_fds=True,
                 start_new_session=True,
+                preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
             )
         except OSError as exc:
             raise ProcessError("cannot start %s: %s" % (argv[0], exc)) from exc

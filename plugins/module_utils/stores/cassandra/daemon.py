@@ -31,7 +31,13 @@ def cassandra_daemon(params, check_mode=False):
     actions = []
     warnings = []
     state = wanted_state(params, pid, [params["config_file"], params["logback_file"]])
+    cpus = process.parse_cpus(params.get("cpus"))
     if state == "started" and pid:
+        # A running node is moved onto its CPUs live (every thread), no restart.
+        if cpus and _off_cpus(pid, cpus):
+            if not check_mode:
+                process.pin(pid, cpus)
+            return daemon_result(True, pid, ["pin to CPUs %s" % process.format_cpus(cpus)], watch)
         return daemon_result(False, pid, actions, watch)
     if state == "stopped" and not pid:
         process.remove_pid_file(params["pid_file"])
@@ -43,8 +49,17 @@ def cassandra_daemon(params, check_mode=False):
         _stop_cassandra(params, pid, watch, actions, warnings)
         pid = None
     if state in ("started", "restarted"):
-        pid = _start_cassandra(params, watch, actions)
+        pid = _start_cassandra(params, watch, actions, cpus)
     return daemon_result(True, pid, actions, watch, warnings)
+
+
+def _off_cpus(pid, cpus):
+    """True when a thread of pid may run outside cpus."""
+    try:
+        tasks = [int(t) for t in os.listdir("/proc/%d/task" % pid)]
+        return any(os.sched_getaffinity(tid) != set(cpus) for tid in tasks)
+    except OSError:
+        return True
 
 
 def _stop_cassandra(params, pid, watch, actions, warnings):
@@ -73,7 +88,7 @@ def _stop_cassandra(params, pid, watch, actions, warnings):
     process.remove_pid_file(digest_file(params["pid_file"]))
 
 
-def _start_cassandra(params, watch, actions):
+def _start_cassandra(params, watch, actions, cpus=None):
     for key in ("storage_dir", "log_dir"):
         os.makedirs(params[key], exist_ok=True)
     argv = server_argv(
@@ -90,7 +105,7 @@ def _start_cassandra(params, watch, actions):
     )
     log_file = os.path.join(params["log_dir"], "stdout.log")
     with watch.step("start"):
-        pid = process.spawn(argv, params["pid_file"], log_file, cwd=params["storage_dir"])
+        pid = process.spawn(argv, params["pid_file"], log_file, cwd=params["storage_dir"], cpus=cpus)
         process.wait_until(
             lambda: process.port_open(params["rpc_address"], params["native_port"]),
             params.get("start_timeout") or 240,

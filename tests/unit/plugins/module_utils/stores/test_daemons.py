@@ -62,3 +62,31 @@ def test_redis_check_mode_plans_start(tmp_path):
         login_port=6399,
     )
     assert redis_daemon(params, check_mode=True)["actions"] == ["start"]
+
+
+def test_a_running_node_off_its_cpus_is_moved_live_not_restarted(tmp_path):
+    import sys
+
+    from ansible_collections.tactician.nosql.plugins.module_utils.core import process
+
+    mine = sorted(os.sched_getaffinity(0))
+    config = tmp_path / "cassandra.yaml"
+    config.write_text("a: 1\n")
+    (tmp_path / "logback.xml").write_text("<x/>\n")
+    pid_file = str(tmp_path / "node.pid")
+    # A stand-in for the node's JVM: its command line names the config file, as the real one does.
+    pid = process.spawn(
+        [sys.executable, "-c", "import time; time.sleep(60)", str(config)], pid_file, str(tmp_path / "out.log")
+    )
+    try:
+        time.sleep(0.2)
+        params = _params(tmp_path, restart_on_change=False, cpus=str(mine[-1]))
+        planned = cassandra_daemon(params, check_mode=True)
+        if len(mine) > 1:
+            assert planned["changed"] and planned["actions"] == ["pin to CPUs %d" % mine[-1]]
+            assert os.sched_getaffinity(pid) == set(mine)
+        done = cassandra_daemon(params)
+        assert done["pid"] == pid and os.sched_getaffinity(pid) == {mine[-1]}
+        assert cassandra_daemon(params)["changed"] is False
+    finally:
+        process.terminate(pid, timeout=10)
