@@ -137,6 +137,7 @@ def guarded(world, ratios, made, lookahead, start, policy, oracle=False):
             states=states,
             now={"read_ratio": last},
             recent={"read_ratio": list(ratios[max(0, k - lookahead) : k]) or [ratios[0]]},
+            history=None if oracle else {"read_ratio": list(ratios[max(0, k - _control.HISTORY_STEPS) : k])},
         )
         bases[decision.basis] = bases.get(decision.basis, 0) + 1
         if decision.target is not None:

@@ -132,9 +132,10 @@ def parse_args(argv):
     parser.add_argument(
         "--prewarm-s",
         type=float,
-        default=60.0,
-        help="read-heavy load before the first turn, not measured: fresh JVMs need 45-60 s of load before their "
-        "throughput is steady, and the first arm would pay for it alone",
+        default=320.0,
+        help="at most this long, read-heavy load before the first turn, not measured, until two rounds of 40 s agree "
+        "within 5 %%: fresh JVMs need minutes of load before their throughput is steady, and the first arm would pay "
+        "for it alone",
     )
     parser.add_argument("--records", type=int, default=20000, help="YCSB records loaded (as the model was measured)")
     parser.add_argument("--threads", type=int, default=32, help="client threads (as the model was measured)")
@@ -372,17 +373,43 @@ def client_argv(args, schedule_file):
     return argv + ["--schedule", schedule_file, "--json"]
 
 
+PREWARM_CHUNK_S = 40.0
+"""Seconds of one pre-warm round; rounds go on until two in a row agree within PREWARM_STEADY."""
+PREWARM_STEADY = 0.05
+
+
 def prewarm(args, folder, password, seconds):
-    """Read-heavy load for seconds, not measured (the JIT of fresh nodes)."""
+    """Read-heavy load in rounds of PREWARM_CHUNK_S, not measured, until the throughput of two rounds in a row
+    agrees within 5 % or seconds have passed (the JIT of fresh nodes: with three nodes on one CPU it takes
+    minutes). Returns the rounds' ops/s."""
     path = os.path.join(folder, "prewarm.yml")
     with open(path, "w", encoding="utf-8") as handle:
         yaml.safe_dump(
-            {"version": 1, "seed": 1, "phases": [{"duration_s": seconds, "mix": READ_HEAVY, "rate": 0}]}, handle
+            {"version": 1, "seed": 1, "phases": [{"duration_s": PREWARM_CHUNK_S, "mix": READ_HEAVY, "rate": 0}]},
+            handle,
         )
-    say("pre-warming the nodes: %d s of read-heavy load, not measured" % seconds)
+    say(
+        "pre-warming the nodes: read-heavy load in rounds of %d s, not measured, until two agree within %d %% (at "
+        "most %d s)" % (PREWARM_CHUNK_S, 100 * PREWARM_STEADY, seconds)
+    )
     env = dict(os.environ, TACTICIAN_LOGIN_PASSWORD=password)
+    rates = []
     with open(os.path.join(folder, "logs", "prewarm.log"), "w", encoding="utf-8") as log:
-        subprocess.run(client_argv(args, path), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        while PREWARM_CHUNK_S * len(rates) < seconds:
+            run = subprocess.run(
+                client_argv(args, path), cwd=ROOT, env=env, capture_output=True, text=True, check=False
+            )
+            log.write(run.stdout + run.stderr)
+            text = run.stdout
+            try:
+                rate = float(json.loads(text[text.index("\n[") + 1 :])[-1].get("throughput") or 0.0)
+            except (ValueError, IndexError, AttributeError):
+                break
+            rates.append(rate)
+            if len(rates) >= 2 and abs(rates[-1] - rates[-2]) <= PREWARM_STEADY * max(rates[-2], 1.0):
+                break
+    say("pre-warm rounds, ops/s: %s" % ", ".join("%.0f" % r for r in rates))
+    return rates
 
 
 def run_arm(args, arm, rep, folder, password, schedule_file, prewarm_s=0.0):
@@ -434,7 +461,14 @@ def run_arm(args, arm, rep, folder, password, schedule_file, prewarm_s=0.0):
         if len(ended) <= index:
             break
         time.sleep(max(0.0, ended[index] + args.lead_s - time.time()))
-        remaining = max(args.phase_s[index] / 2, total - (time.time() - t0))
+        remaining = total - (time.time() - t0)
+        if remaining < 2 * STEP_S:
+            # The last autotune run outlasted the phases after it: a plan needs the schedule ahead of it.
+            say(
+                "phase %d (%s): %.0f s of the trace left, under two steps: autotune not run"
+                % (index + 1, label, remaining)
+            )
+            break
         extra = write_json(
             os.path.join(folder, "autotune-%d.json" % (index + 1)),
             {

@@ -411,8 +411,9 @@ def error_paths(
     fitted on the history before the origin and predicts steps ahead; its errors (actual - predicted, per horizon)
     and persistence's (actual - the last observed value) are kept field by field, with the origin's step and its
     last observed workload. Returns {"method", "steps", "step_s", "origins", "states", "forecast",
-    "persistence", "now"} (now: each field's last observed value): lists in origin order, each path a
-    {field: [errors]} mapping; empty when the series is too short (fewer than steps + 2 points)."""
+    "persistence", "now", "history"} (now: each field's last observed value; history: each field's last history
+    values): lists in origin order, each path a {field: [errors]} mapping; empty when the series is too short
+    (fewer than steps + 2 points)."""
     fields = check_fields(fields)
     steps = check_integer("steps", steps, 1)
     max_origins = check_integer("max_origins", max_origins, 1)
@@ -432,6 +433,8 @@ def error_paths(
         "forecast": [],
         "persistence": [],
         "now": {field: float(values[n - 1]) for field, values in columns.items()} if n else {},
+        # The workload observed so far (at most history steps), for the safety rule's long run.
+        "history": {field: [float(v) for v in values[max(0, n - history) : n]] for field, values in columns.items()},
     }
     if last < first:
         return out

@@ -573,12 +573,21 @@ def safe_first_switch(
         origins=errors.get("origins"),
         states=errors.get("states"),
         now=None if known else now,
+        history=None if known else _history(errors.get("history")),
     )
     out = decision.to_dict()
     out["policy"] = policy.to_dict()
     if known:
         out["basis"] = "schedule" if decision.basis == "forecast" else decision.basis
     return out
+
+
+def _history(history):
+    """The read ratios observed so far (the forecast's errors.history) as the safety rule takes them, or None."""
+    values = (history or {}).get("read_ratio") if isinstance(history, dict) else None
+    if not isinstance(values, list) or not values:
+        return None
+    return {"read_ratio": [float(v) for v in values]}
 
 
 def model_error_of(metrics, ceiling=0.5):

@@ -23,6 +23,13 @@ front of the plan's first switch, the only one a receding-horizon controller eve
 3. Hysteresis and dwell. The lower bound must exceed ``margin`` x the ops of staying over the window
    (``back_margin`` when b is the configuration left last); no switch starts sooner than ``min_dwell_s`` after the
    previous one ended.
+4. The long run. A configuration that does not win over the next lookahead may still win over every lookahead:
+   the one the whole trace favours (static-optimized, which no forecast of one lookahead shows when the workload
+   swings). The history observed so far is cut into lookahead-long blocks; the switch's steady gain in each block
+   is a sample of what a lookahead to come brings. Held as long as the history is (as many blocks ahead), with
+   the lower confidence bound of the mean block gain, one roll paid: when that exceeds the margin over at least
+   ``min_independent`` blocks, and the switch does not lose on average over the next lookahead's scenarios, it
+   starts: the workload's past as its forecast, trusted as far as its blocks agree.
 
 Everything is in the planner's units: ops over the window, a Timeline per scenario (cost_benefit.Timeline).
 """
@@ -368,6 +375,45 @@ def analogs(states, now, radius):
     return out
 
 
+def long_run(make_line, history, current, target, steps, policy):
+    """The switch from current to target, valued on the history (rule 4): {"gains" (the steady gain of each
+    steps-long block, newest last), "expected" and "lower" (over as many blocks ahead as the history holds, one
+    roll paid), "stay", "n"}; None with fewer than policy.min_independent blocks."""
+    np = _np()
+    length = min(len(values) for values in history.values()) if history else 0
+    blocks = length // steps if steps else 0
+    if blocks < policy.min_independent:
+        return None
+    start = length - blocks * steps
+    factor = 1.0 - policy.model_error
+    gains, stays, rolls = [], [], []
+    for b in range(blocks):
+        part = {field: list(values[start + b * steps : start + (b + 1) * steps]) for field, values in history.items()}
+        line = make_line(part)
+        F = line.F[:steps]
+        olds, news = F[:, current], F[:, target] * factor
+        if line.demand is not None:
+            demand = np.asarray(line.demand[:steps], dtype=float)
+            olds, news = np.minimum(olds, demand), np.minimum(news, demand)
+        steady = float((news - olds).sum()) * line.step_s
+        gain, stay, _share = switch_gain(line, current, target, steps, policy.model_error)
+        gains.append(steady)
+        stays.append(stay)
+        rolls.append(max(0.0, steady - gain))
+    mean = sum(gains) / blocks
+    sd = math.sqrt(sum((g - mean) ** 2 for g in gains) / (blocks - 1))
+    lower = mean - _t_quantile(policy.confidence, blocks - 1) * sd / math.sqrt(blocks)
+    # The future valued as long as the past seen (blocks lookaheads), the roll (and the way back) paid once.
+    roll = sum(rolls) / blocks
+    return {
+        "gains": gains,
+        "expected": blocks * mean - roll,
+        "lower": blocks * lower - roll,
+        "stay": blocks * sum(stays) / blocks,
+        "n": blocks,
+    }
+
+
 def decide(
     make_line,
     current,
@@ -384,6 +430,7 @@ def decide(
     states=None,
     now=None,
     recent=None,
+    history=None,
 ):
     """Whether to start a switch now, and to which candidate.
 
@@ -395,7 +442,8 @@ def decide(
     like now count (analogs()), and with fewer than min_paths of them no error is known (a cold start);
     since_switch_s: seconds since the last switch ended (None: none known); previous: the candidate index left by
     the last switch (hysteresis, and the fallback a cold start may go back to); recent: the workload observed
-    over the last steps ({field: [values]}).
+    over the last steps ({field: [values]}); history: the workload observed so far ({field: [values per step]},
+    oldest first), for the long run (rule 4 of the module's docstring).
 
     The central path is the forecast when it beats persistence by skill_margin, else persistence. When the plan
     on a skilled forecast waits, nothing starts. Otherwise every candidate is valued in the scenarios (the plan's
@@ -471,6 +519,7 @@ def decide(
     lines = [make_line(scenario) for scenario in ([central] if errors is None or not scenarios else []) + scenarios]
     central_line = make_line(central)
     best = None
+    assessed = {}
     # The plan's own target first: when it holds under the uncertainty, the plan's choice stands.
     order = sorted(windows, key=lambda t: t != planned)
     for target in order:
@@ -491,6 +540,7 @@ def decide(
             worst_current = min(float(item.F[:window, current].mean()) for item in domain)
             if now_gain > found["needed"] and past_gain > 0 and worst_target >= worst_current:
                 found.update(lower=now_gain, share_low=0.0, undo=True)
+        assessed[target] = found
         if best is None or found["lower"] - found["needed"] > best["lower"] - best["needed"]:
             best = found
         if target == planned and found["lower"] > found["needed"]:
@@ -516,4 +566,51 @@ def decide(
     )
     if best["lower"] > best["needed"]:
         return Decision(best["target"], text, basis, score, best, plan)
+    lasting = _long_run_choice(make_line, history, current, steps, assessed, previous, policy)
+    if lasting is not None:
+        found = lasting
+        lasting_text = (
+            "over the %d lookahead-long blocks of the history so far the switch to candidate %d gains %s ops "
+            "expected and %s at the %.0f %% lower bound; needed %s; over the next lookahead it gains %s expected"
+            % (
+                found["n"],
+                found["target"],
+                f"{found['expected']:,.0f}",
+                f"{found['lower']:,.0f}",
+                100 * policy.confidence,
+                f"{found['needed']:,.0f}",
+                f"{found['near']:,.0f}",
+            )
+        )
+        return Decision(found["target"], lasting_text, "history", score, found, plan)
     return Decision(None, text + ": keep the configuration", basis, score, best, plan)
+
+
+def _long_run_choice(make_line, history, current, steps, assessed, previous, policy):
+    """The candidate the long run favours (rule 4), or None: the highest lower bound over the history's blocks
+    (steps long) above its margin, among the candidates that do not lose on average over the next lookahead's
+    scenarios."""
+    if not history:
+        return None
+    chosen = None
+    for target, near in assessed.items():
+        if near["expected"] < 0:
+            continue
+        found = long_run(make_line, history, current, target, steps, policy)
+        if found is None:
+            return None
+        margin = policy.back_margin if previous is not None and target == previous else policy.margin
+        found.update(
+            target=target,
+            needed=margin * max(found["stay"], 0.0),
+            near=near["expected"],
+            share=near["share"],
+            share_low=near["share_low"],
+            worst=min(found["gains"]),
+            n_eff=float(found["n"]),
+        )
+        if found["lower"] > found["needed"] and (
+            chosen is None or found["lower"] - found["needed"] > chosen["lower"] - chosen["needed"]
+        ):
+            chosen = found
+    return chosen

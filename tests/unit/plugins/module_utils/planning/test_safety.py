@@ -142,3 +142,22 @@ def test_a_cold_start_may_undo_the_last_switch_when_the_workload_turned_against_
     turned = {"read_ratio": [0.05] * 19 + [0.95]}
     assert safety.decide(make_line, 2, flat(0.95), flat(0.95), previous=3, recent=turned).target is None
     assert safety.decide(make_line, 2, flat(0.95), flat(0.95), recent=reads).target is None
+
+
+def test_the_long_run_takes_what_every_past_lookahead_favoured_and_nothing_the_blocks_disagree_on():
+    # Read-heavy now; one past moment in eight turned to writes: over the next lookahead read-optimized wins on
+    # average but not at the lower bound, so the next lookahead alone keeps balanced (3).
+    errors = [[0.0] * STEPS if i % 8 else [-0.75] * STEPS for i in range(24)]
+    alone = safety.decide(make_line, 3, flat(0.9), flat(0.9), errors, errors)
+    assert alone.target is None and alone.basis == "persistence"
+    # Eight past lookaheads, every one read-heavy: read-optimized pays over the long run.
+    steady = {"read_ratio": [0.9 + 0.04 * ((i // STEPS) % 2) for i in range(8 * STEPS)]}
+    lasting = safety.decide(make_line, 3, flat(0.9), flat(0.9), errors, errors, history=steady)
+    assert lasting.target == 1 and lasting.basis == "history"
+    assert lasting.to_dict()["lower_gain_ops"] > 0
+    # Past lookaheads that swing between reads and writes: no long run to speak of.
+    swinging = {"read_ratio": [0.95 if (i // STEPS) % 2 else 0.05 for i in range(8 * STEPS)]}
+    assert safety.decide(make_line, 3, flat(0.9), flat(0.9), errors, errors, history=swinging).target is None
+    # Fewer blocks than min_independent: nothing is concluded from them.
+    short = {"read_ratio": steady["read_ratio"][: 2 * STEPS]}
+    assert safety.long_run(make_line, short, 3, 1, STEPS, safety.SafetyPolicy()) is None
