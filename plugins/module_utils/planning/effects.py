@@ -55,8 +55,8 @@ import math
 import os
 import statistics
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import checks
-from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
+from ansible_collections.tactician.nosql.plugins.module_utils.core import checks, stats
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import CoreError, PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
 
 EFFECT_SCHEMA = "tactician.effect/v1"
@@ -76,31 +76,18 @@ CI_METHOD = (
 VERDICTS = ("valid", "implausible", "mixed_phases", "unstable", "throttled")
 """The verdicts; a record is used as a result only when valid."""
 
-_T975 = (
-    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.306, 2.2622, 2.2281,
-    2.201, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.093, 2.086,
-    2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
-)  # fmt: skip
-"""The 97.5 % quantile of Student's t for 1 to 30 degrees of freedom."""
-_T975_TAIL = ((30, 2.0423), (40, 2.0211), (60, 2.0003), (120, 1.9799), (math.inf, 1.95996))
-
 
 class EffectError(PlanningError, ValueError):
     """Bad input to the effect record; the message names the field."""
 
 
 def t975(df):
-    """The 97.5 % quantile of Student's t with df degrees of freedom (a table; df below 30 rounded down, above
-    30 interpolated in 1/df, which is within 0.001 of the exact value)."""
-    if df is None or df < 1:
-        raise EffectError("df: %r: a t quantile needs at least 1 degree of freedom" % (df,))
-    if df <= 30:
-        return _T975[int(math.floor(df)) - 1]
-    for (lo, t_lo), (hi, t_hi) in zip(_T975_TAIL, _T975_TAIL[1:], strict=False):
-        if df <= hi:
-            x, x_lo, x_hi = 1.0 / df, 1.0 / lo, (0.0 if math.isinf(hi) else 1.0 / hi)
-            return t_hi + (t_lo - t_hi) * (x - x_hi) / (x_lo - x_hi)
-    return _T975_TAIL[-1][1]
+    """The 97.5 % quantile of Student's t with df degrees of freedom rounded down (Welch's df, conservatively;
+    core/stats.py)."""
+    try:
+        return stats.t_quantile(0.975, math.floor(df) if isinstance(df, float) and df >= 1 else df)
+    except CoreError as exc:
+        raise EffectError(str(exc)) from None
 
 
 # ---------------------------------------------------------------------------------------------- the windows

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import checks, imports
+from ansible_collections.tactician.nosql.plugins.module_utils.core import checks, imports, stats
 from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast_series import FIELD_BOUNDS
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 
@@ -259,12 +259,8 @@ def switch_gain(line, current, target, steps, model_error=0.0):
 
 
 def _t_quantile(confidence, df):
-    """One-sided Student t quantile (a normal one with a small-sample correction when scipy is missing)."""
-    stats = imports.optional("scipy.stats")
-    if stats is not None:
-        return float(stats.t.ppf(confidence, df))
-    z = {0.8: 0.8416, 0.9: 1.2816, 0.95: 1.6449, 0.975: 1.96, 0.99: 2.3263}.get(round(confidence, 3), 1.2816)
-    return z * (1.0 + 1.0 / max(1, 4 * df))
+    """One-sided Student t quantile (core/stats.py)."""
+    return stats.t_quantile(confidence, df)
 
 
 def effective_paths(count, origins, window_steps):
