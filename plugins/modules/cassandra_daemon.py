@@ -85,7 +85,7 @@ options:
   cpus:
     description:
       - The CPUs the node runs on, in C(taskset)'s list syntax (C(1), C(2-3), C(0,2)), or C(upper-half) for the
-        upper half of the machine's CPUs (a one-machine lab: the lower half is left to the load driver and the
+        upper half of the machine's CPUs (in a one-machine lab the lower half is left to the load driver and the
         controller, so that neither takes CPU from the servers; nothing on a machine of one CPU).
       - Set when the node starts; a running node on other CPUs is moved onto these live (every thread), without a
         restart. Unset, the node runs wherever the operating system puts it.
