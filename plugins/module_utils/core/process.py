@@ -155,15 +155,27 @@ def format_cpus(cpus):
     return ",".join(parts)
 
 
+def _threads(pid):
+    """The thread ids of process pid (just pid when /proc cannot list them)."""
+    try:
+        return [int(t) for t in os.listdir("/proc/%d/task" % pid)]
+    except OSError:
+        return [pid]
+
+
+def off_cpus(pid, cpus):
+    """True when a thread of process pid may run outside cpus (or its affinity cannot be read)."""
+    try:
+        return any(os.sched_getaffinity(tid) != set(cpus) for tid in _threads(pid))
+    except OSError:
+        return True
+
+
 def pin(pid, cpus):
     """Run every thread of process pid on cpus (threads it starts later inherit it). Returns True when a thread
     was moved, False when all were already there; raises ProcessError when the affinity cannot be set."""
     changed = False
-    try:
-        tasks = [int(t) for t in os.listdir("/proc/%d/task" % pid)]
-    except OSError:
-        tasks = [pid]
-    for tid in tasks:
+    for tid in _threads(pid):
         try:
             if os.sched_getaffinity(tid) != set(cpus):
                 os.sched_setaffinity(tid, cpus)

@@ -371,21 +371,35 @@ def analogs(states, now, radius):
     return out
 
 
-def long_run(make_line, history, current, target, steps, policy):
-    """The switch from current to target, valued on the history (rule 4): {"gains" (the steady gain of each
-    steps-long block, newest last), "expected" and "lower" (over as many blocks ahead as the history holds, one
-    roll paid), "stay", "n"}; None with fewer than policy.min_independent blocks."""
-    np = _np()
+def history_blocks(make_line, history, steps, least):
+    """A Timeline per steps-long block of history (the newest blocks, oldest first), or None with fewer than
+    least blocks."""
     length = min(len(values) for values in history.values()) if history else 0
     blocks = length // steps if steps else 0
-    if blocks < policy.min_independent:
+    if blocks < least:
         return None
     start = length - blocks * steps
+    return [
+        make_line(
+            {field: list(values[start + b * steps : start + (b + 1) * steps]) for field, values in history.items()}
+        )
+        for b in range(blocks)
+    ]
+
+
+def long_run(make_line, history, current, target, steps, policy, blocks=None):
+    """The switch from current to target, valued on the history (rule 4): {"gains" (the steady gain of each
+    steps-long block, newest last), "expected" and "lower" (over as many blocks ahead as the history holds, one
+    roll paid), "stay", "n"}; None with fewer than policy.min_independent blocks. blocks: the history's Timelines
+    when already made (history_blocks)."""
+    np = _np()
+    if blocks is None:
+        blocks = history_blocks(make_line, history, steps, policy.min_independent)
+    if blocks is None:
+        return None
     factor = 1.0 - policy.model_error
     gains, stays, rolls = [], [], []
-    for b in range(blocks):
-        part = {field: list(values[start + b * steps : start + (b + 1) * steps]) for field, values in history.items()}
-        line = make_line(part)
+    for line in blocks:
         F = line.F[:steps]
         olds, news = F[:, current], F[:, target] * factor
         if line.demand is not None:
@@ -396,18 +410,13 @@ def long_run(make_line, history, current, target, steps, policy):
         gains.append(steady)
         stays.append(stay)
         rolls.append(max(0.0, steady - gain))
-    mean = sum(gains) / blocks
-    sd = math.sqrt(sum((g - mean) ** 2 for g in gains) / (blocks - 1))
-    lower = mean - _t_quantile(policy.confidence, blocks - 1) * sd / math.sqrt(blocks)
-    # The future valued as long as the past seen (blocks lookaheads), the roll (and the way back) paid once.
-    roll = sum(rolls) / blocks
-    return {
-        "gains": gains,
-        "expected": blocks * mean - roll,
-        "lower": blocks * lower - roll,
-        "stay": blocks * sum(stays) / blocks,
-        "n": blocks,
-    }
+    n = len(blocks)
+    mean = sum(gains) / n
+    sd = math.sqrt(sum((g - mean) ** 2 for g in gains) / (n - 1))
+    lower = mean - _t_quantile(policy.confidence, n - 1) * sd / math.sqrt(n)
+    # The future valued as long as the past seen (n lookaheads), the roll (and the way back) paid once.
+    roll = sum(rolls) / n
+    return {"gains": gains, "expected": n * mean - roll, "lower": n * lower - roll, "stay": sum(stays), "n": n}
 
 
 def decide(
@@ -586,15 +595,14 @@ def _long_run_choice(make_line, history, current, steps, assessed, previous, pol
     """The candidate the long run favours (rule 4), or None: the highest lower bound over the history's blocks
     (steps long) above its margin, among the candidates that do not lose on average over the next lookahead's
     scenarios."""
-    if not history:
+    blocks = history_blocks(make_line, history, steps, policy.min_independent) if history else None
+    if blocks is None:
         return None
     chosen = None
     for target, near in assessed.items():
         if near["expected"] < 0:
             continue
-        found = long_run(make_line, history, current, target, steps, policy)
-        if found is None:
-            return None
+        found = long_run(make_line, history, current, target, steps, policy, blocks=blocks)
         margin = policy.back_margin if previous is not None and target == previous else policy.margin
         found.update(
             target=target,

@@ -34,7 +34,7 @@ def cassandra_daemon(params, check_mode=False):
     cpus = process.parse_cpus(params.get("cpus"))
     if state == "started" and pid:
         # A running node is moved onto its CPUs live (every thread), no restart.
-        if cpus and _off_cpus(pid, cpus):
+        if cpus and process.off_cpus(pid, cpus):
             if not check_mode:
                 process.pin(pid, cpus)
             return daemon_result(True, pid, ["pin to CPUs %s" % process.format_cpus(cpus)], watch)
@@ -51,15 +51,6 @@ def cassandra_daemon(params, check_mode=False):
     if state in ("started", "restarted"):
         pid = _start_cassandra(params, watch, actions, cpus)
     return daemon_result(True, pid, actions, watch, warnings)
-
-
-def _off_cpus(pid, cpus):
-    """True when a thread of pid may run outside cpus."""
-    try:
-        tasks = [int(t) for t in os.listdir("/proc/%d/task" % pid)]
-        return any(os.sched_getaffinity(tid) != set(cpus) for tid in tasks)
-    except OSError:
-        return True
 
 
 def _stop_cassandra(params, pid, watch, actions, warnings):
