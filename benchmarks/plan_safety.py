@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import multiprocessing
+import os
 import time
 
 import _control
@@ -49,19 +51,30 @@ QUANTUM = 0.05
 GRID = [round(i * QUANTUM, 6) for i in range(int(round(1 / QUANTUM)) + 1)]
 
 
-def shapes(duration, seeds):
-    """[(name, seed, read ratios per step)]: the hard shapes, then the papers' HPC queue and abrupt switching."""
+def _trace(name, seed, duration):
+    if name in schedules.TRACE_SHAPES:
+        schedule = schedules.trace_shape(name, seed, duration)
+    elif name == "abrupt-fast":
+        schedule = schedules.abrupt_switching(seed, duration, 60, 600)
+    elif name == "abrupt-slow":
+        schedule = schedules.abrupt_switching(seed, duration, 1200, 5400)
+    else:
+        schedule = schedules.hpc_job_queue(seed, concurrent_jobs=5, duration_s=duration, rate=200)
+    return forecast_series.series_from_schedule(schedule, STEP_S, fields=("read_ratio",))["read_ratio"]
+
+
+def shapes(duration, seeds, prehistory_s=0.0):
+    """[(name, seed, read ratios per step, the prehistory's read ratios)]: the hard shapes, then the papers' HPC
+    queue and abrupt switching. The prehistory (prehistory_s long, [] when 0) is what observe recorded before the
+    controller was switched on: the same trace's earlier part (one trace of prehistory_s + duration, cut)."""
+    names = list(schedules.TRACE_SHAPES) + ["abrupt-fast", "abrupt-slow", "hpc-5"]
     out = []
     for seed in seeds:
-        for shape in schedules.TRACE_SHAPES:
-            out.append((shape, seed, schedules.trace_shape(shape, seed, duration)))
-        out.append(("abrupt-fast", seed, schedules.abrupt_switching(seed, duration, 60, 600)))
-        out.append(("abrupt-slow", seed, schedules.abrupt_switching(seed, duration, 1200, 5400)))
-        out.append(("hpc-5", seed, schedules.hpc_job_queue(seed, concurrent_jobs=5, duration_s=duration, rate=200)))
-    return [
-        (name, seed, forecast_series.series_from_schedule(s, STEP_S, fields=("read_ratio",))["read_ratio"])
-        for name, seed, s in out
-    ]
+        for name in names:
+            whole = _trace(name, seed, prehistory_s + duration)
+            cut = int(round(prehistory_s / STEP_S))
+            out.append((name, seed, whole[cut:], whole[:cut]))
+    return out
 
 
 class World:
@@ -99,13 +112,17 @@ def origins_for(k, lookahead, policy):
     return list(range(first, last + 1))
 
 
-def guarded(world, ratios, made, lookahead, start, policy, oracle=False):
-    """Switches [(step, configuration)] of the guarded controller on the actual trace; and its decisions' basis."""
+def guarded(world, ratios, made, lookahead, start, policy, oracle=False, begin=0):
+    """Switches [(step, configuration)] of the guarded controller on the actual trace; and its decisions' basis.
+
+    ratios: the prehistory (begin steps, observed before the controller starts) then the trace; the switches'
+    steps count from the trace's first."""
     line = world.line(ratios)
     _ops, resume = line.switch_ops()
+    ages = [forecast_series.regime_age(ratios[max(0, j - _control.HISTORY_STEPS) : j + 1]) for j in range(len(ratios))]
     executed, bases = [], {}
     current, previous, ended = start, None, None
-    k = 0
+    k = begin
     n = len(ratios)
     while k < n:
         if oracle:
@@ -122,7 +139,7 @@ def guarded(world, ratios, made, lookahead, start, policy, oracle=False):
             origins = list(range(max(1, k - lookahead - 500), max(1, k - lookahead)))
             f_errors = [[0.0] * lookahead for _o in origins]
             p_errors = [[ratios[o + h] - ratios[o - 1] for h in range(lookahead)] for o in origins]
-        states = [{"read_ratio": ratios[o - 1]} for o in origins]
+        states = [{"read_ratio": ratios[o - 1], forecast_series.AGE: ages[o - 1]} for o in origins]
         decision = safety.decide(
             world.make_line,
             current,
@@ -135,13 +152,13 @@ def guarded(world, ratios, made, lookahead, start, policy, oracle=False):
             previous=previous,
             origins=origins,
             states=states,
-            now={"read_ratio": last},
+            now={"read_ratio": last, forecast_series.AGE: ages[k - 1] if k else 0},
             recent={"read_ratio": list(ratios[max(0, k - lookahead) : k]) or [ratios[0]]},
             history=None if oracle else {"read_ratio": list(ratios[max(0, k - _control.HISTORY_STEPS) : k])},
         )
         bases[decision.basis] = bases.get(decision.basis, 0) + 1
         if decision.target is not None:
-            executed.append((k, decision.target))
+            executed.append((k - begin, decision.target))
             previous = current
             ended = int(resume[k, current, decision.target])
             k = ended
@@ -151,11 +168,11 @@ def guarded(world, ratios, made, lookahead, start, policy, oracle=False):
     return executed, bases
 
 
-def unguarded(world, ratios, made, lookahead, start):
+def unguarded(world, ratios, made, lookahead, start, begin=0):
     line = world.line(ratios)
 
     def predict(k, _steps):
-        return made[k]
+        return made[k + begin]
 
     return _control.receding(
         line,
@@ -178,6 +195,80 @@ def roll_cost(line, start, target):
     return max(0.0, lost), duration
 
 
+CONTEXT = {}
+"""The world, policy and arguments every trace's run reads (set by main before the worker processes fork)."""
+
+
+def evaluate(item):
+    """Every controller on one trace: (row, the markdown line, whether the floor criteria hold)."""
+    name, seed, ratios, pre = item
+    world, policy, args, lookahead = (CONTEXT[k] for k in ("world", "policy", "args", "lookahead"))
+    begin = len(pre)
+    full = list(pre) + list(ratios)
+    line = world.line(ratios)
+    static = int(np.argmax(line.step_ops().sum(axis=0)))
+    steady = line.step_ops()
+    base = planner.baselines(line, 0, static, [int(i) for i in np.argmax(steady, axis=1)])
+    offline = planner.best_plan(line, 0)["ops"]
+    made = forecasts(full, lookahead, args.method)
+    old = line.value(unguarded(world, ratios, made, lookahead, 0, begin=begin), 0)
+    from_default, bases = guarded(world, full, made, lookahead, 0, policy, begin=begin)
+    from_static, _b = guarded(world, full, made, lookahead, static, policy, begin=begin)
+    oracle, _b = guarded(world, full, made, lookahead, 0, policy, oracle=True, begin=begin)
+    s = base["static_optimized"]
+    values = {
+        "default": base["default"],
+        "ceiling": base["theoretical_best"],
+        "offline": offline,
+        "unguarded": old,
+        "guarded_default": line.value(from_default, 0),
+        "guarded_static": line.value(from_static, static),
+        "guarded_oracle": line.value(oracle, 0),
+    }
+    cost, _duration = roll_cost(line, 0, static) if static != 0 else (0.0, 0.0)
+    checks = []
+    ok_static = values["guarded_static"] >= 0.99 * s
+    ok_default = values["guarded_default"] >= s - cost - 1e-6
+    checks.append("static %s" % ("ok" if ok_static else "FAIL"))
+    checks.append("default %s" % ("ok" if ok_default else "FAIL"))
+    gap = values["ceiling"] - s
+    if values["ceiling"] >= 1.1 * s:
+        best_ours = max(values["guarded_default"], values["guarded_static"])
+        half = (best_ours - s) >= 0.5 * gap
+        reach = values["offline"] - s
+        half_offline = reach <= 0 or (best_ours - s) >= 0.5 * reach
+        checks.append("half-gap %s (of offline %s)" % ("ok" if half else "FAIL", "ok" if half_offline else "FAIL"))
+    row = dict(
+        trace=name,
+        seed=seed,
+        static=s,
+        **values,
+        roll_cost=cost,
+        switches=len(line.applied(from_default, 0)),
+        bases=bases,
+    )
+    text = "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |" % (
+        name,
+        seed,
+        f"{s:,.0f}",
+        *(
+            "%+.1f %%" % (100 * (values[key] / s - 1))
+            for key in (
+                "default",
+                "ceiling",
+                "offline",
+                "unguarded",
+                "guarded_default",
+                "guarded_static",
+                "guarded_oracle",
+            )
+        ),
+        row["switches"],
+        ", ".join(checks),
+    )
+    return row, text, ok_static and ok_default
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--short", action="store_true", help="2 h traces and 2 seeds instead of 4 h and 3")
@@ -185,6 +276,13 @@ def main():
     parser.add_argument("--method", default="markov", choices=["markov", "last_value", "arima"])
     parser.add_argument("--lookahead-s", type=float, default=1800.0)
     parser.add_argument("--restart-s", type=float, default=70.0)
+    parser.add_argument(
+        "--prehistory-s",
+        type=float,
+        default=7200.0,
+        help="seconds of the same process observed before the controller starts (0: it starts with no history)",
+    )
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="traces run at once (processes)")
     parser.add_argument("--markdown")
     parser.add_argument("--csv")
     args = parser.parse_args()
@@ -193,91 +291,43 @@ def main():
     seeds = list(range(1, 1 + (args.seeds or (2 if args.short else 3))))
     rule = replication.batch_rule(3, "ONE", 3)
     roll = planner.Roll(nodes=3, batch=rule["batch"], restart_s=args.restart_s)
-    world = World(roll)
     policy = safety.SafetyPolicy()
     lookahead = int(args.lookahead_s // STEP_S)
+    CONTEXT.update(world=World(roll), policy=policy, args=args, lookahead=lookahead)
     print(
         "synthetic f_ops (IRIS Fig. 1 trade-offs), 3 nodes, %s, T_r %.0f s (roll %.0f s); lookahead %d x %.0f s; "
-        "forecast %s; policy %s"
-        % (rule["rule"], args.restart_s, roll.duration(), lookahead, STEP_S, args.method, policy.to_dict())
+        "forecast %s; prehistory %.0f s; policy %s"
+        % (
+            rule["rule"],
+            args.restart_s,
+            roll.duration(),
+            lookahead,
+            STEP_S,
+            args.method,
+            args.prehistory_s,
+            policy.to_dict(),
+        )
     )
     header = (
         "| trace | seed | static-opt ops | default | ceiling | offline opt | unguarded | guarded from default | "
         "guarded from static | guarded, oracle | switches (guarded) | criteria |"
     )
     lines = [header, "|" + "---|" * 12]
-    rows = []
-    failures = []
-    for name, seed, ratios in shapes(duration, seeds):
-        line = world.line(ratios)
-        static = int(np.argmax(line.step_ops().sum(axis=0)))
-        steady = line.step_ops()
-        base = planner.baselines(line, 0, static, [int(i) for i in np.argmax(steady, axis=1)])
-        offline = planner.best_plan(line, 0)["ops"]
-        made = forecasts(ratios, lookahead, args.method)
-        old = line.value(unguarded(world, ratios, made, lookahead, 0), 0)
-        from_default, bases = guarded(world, ratios, made, lookahead, 0, policy)
-        from_static, _b = guarded(world, ratios, made, lookahead, static, policy)
-        oracle, _b = guarded(world, ratios, made, lookahead, 0, policy, oracle=True)
-        s = base["static_optimized"]
-        values = {
-            "default": base["default"],
-            "ceiling": base["theoretical_best"],
-            "offline": offline,
-            "unguarded": old,
-            "guarded_default": line.value(from_default, 0),
-            "guarded_static": line.value(from_static, static),
-            "guarded_oracle": line.value(oracle, 0),
-        }
-        cost, _duration = roll_cost(line, 0, static) if static != 0 else (0.0, 0.0)
-        checks = []
-        ok_static = values["guarded_static"] >= 0.99 * s
-        ok_default = values["guarded_default"] >= s - cost - 1e-6
-        checks.append("static %s" % ("ok" if ok_static else "FAIL"))
-        checks.append("default %s" % ("ok" if ok_default else "FAIL"))
-        gap = values["ceiling"] - s
-        half = None
-        if values["ceiling"] >= 1.1 * s:
-            best_ours = max(values["guarded_default"], values["guarded_static"])
-            half = (best_ours - s) >= 0.5 * gap
-            reach = values["offline"] - s
-            half_offline = reach <= 0 or (best_ours - s) >= 0.5 * reach
-            checks.append("half-gap %s (of offline %s)" % ("ok" if half else "FAIL", "ok" if half_offline else "FAIL"))
-        if not (ok_static and ok_default):
-            failures.append((name, seed))
-        row = dict(
-            trace=name,
-            seed=seed,
-            static=s,
-            **values,
-            roll_cost=cost,
-            switches=len(line.applied(from_default, 0)),
-            bases=bases,
-        )
-        rows.append(row)
-        lines.append(
-            "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |"
-            % (
-                name,
-                seed,
-                f"{s:,.0f}",
-                *(
-                    "%+.1f %%" % (100 * (values[key] / s - 1))
-                    for key in (
-                        "default",
-                        "ceiling",
-                        "offline",
-                        "unguarded",
-                        "guarded_default",
-                        "guarded_static",
-                        "guarded_oracle",
-                    )
-                ),
-                row["switches"],
-                ", ".join(checks),
-            )
-        )
-        print(lines[-1] if len(lines) > 3 else "\n".join(lines), flush=True)
+    print("\n".join(lines), flush=True)
+    items = shapes(duration, seeds, args.prehistory_s)
+    rows, failures = [], []
+    pool = multiprocessing.get_context("fork").Pool(args.jobs) if args.jobs > 1 else None
+    try:
+        for item, (row, text, ok) in zip(items, (pool.imap if pool else map)(evaluate, items), strict=True):
+            rows.append(row)
+            lines.append(text)
+            print(text, flush=True)
+            if not ok:
+                failures.append(item[:2])
+    finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
     worst_static = min(r["guarded_static"] / r["static"] - 1 for r in rows)
     worst_old = min(r["unguarded"] / r["static"] - 1 for r in rows)
     summary = (

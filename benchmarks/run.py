@@ -124,6 +124,14 @@ EXPERIMENTS = (
         short=("--short", "--seeds", "1"),
     ),
     Experiment(
+        "safety_new_cluster",
+        "plan_safety.py",
+        "Safe switching with no history before the controller starts (a cluster just put under autotune)",
+        "issue criteria",
+        short=("--short", "--seeds", "1", "--prehistory-s", "0"),
+        full=("--prehistory-s", "0"),
+    ),
+    Experiment(
         "scale_out",
         "scale_out.py",
         "Scale-out: 4, 8, 32 nodes, CL ONE and QUORUM, rolling vs aggressive vs complete-sets",

@@ -36,6 +36,11 @@ options:
   plan:
     description: The plan file's path, kept in the record.
     type: str
+  previous:
+    description:
+      - The configuration the step left, kept as the switch's way back (the next plan's hysteresis and undo).
+      - Defaults to O(current); a revert passes the configuration it rolled back from.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -64,6 +69,9 @@ _value:
     configuration:
       description: The whole configuration in place after the step.
       type: dict
+    previous:
+      description: The configuration the step left.
+      type: dict
 """
 
 from ansible.errors import AnsibleFilterError
@@ -72,9 +80,16 @@ from ansible_collections.tactician.nosql.plugins.module_utils.planning import pl
 from ansible_collections.tactician.nosql.plugins.plugin_utils.plain import plain
 
 
-def plan_applied(doc, step=0, current=None, cluster=None, plan=None):
+def plan_applied(doc, step=0, current=None, cluster=None, plan=None, previous=None):
     try:
-        return planfile.applied_record(plain(doc), plain(step), plain(current or {}), cluster=cluster, plan=plan)
+        return planfile.applied_record(
+            plain(doc),
+            plain(step),
+            plain(current or {}),
+            cluster=cluster,
+            plan=plan,
+            previous=None if previous is None else plain(previous),
+        )
     except planfile.PlanFileError as exc:
         raise AnsibleFilterError("plan_applied: %s" % exc) from None
 

@@ -152,6 +152,13 @@ options:
   since_switch:
     description: Seconds since the last switch on this cluster ended (the dwell); omit when none is known.
     type: float
+  previous:
+    description:
+      - The configuration the last switch on this cluster left (C(previous) in C(<plans>/<cluster>-applied.yml)), in
+        O(mode=dynamic) a candidate of its own. Going back to it needs the guard's C(back_margin) (hysteresis), and
+        with nothing known of the forecast's errors it is the fallback the guard may return to when the workload
+        turned against the switch (docs/plan.md, "Safe switching"). Omit when none is known.
+    type: dict
   seed:
     description: Seed of the searches (same inputs, same plan).
     type: int
@@ -367,6 +374,7 @@ def main():
             safety=dict(type="dict", default={}),
             debt=dict(type="dict", default={}),
             since_switch=dict(type="float"),
+            previous=dict(type="dict"),
             seed=dict(type="int", default=0),
             start=dict(type="float"),
             plan_file=dict(type="path"),

@@ -894,6 +894,8 @@ def _autotune_under_load(tmp_path, default_config, claimed):
         return
     applied = yaml.safe_load(open(tmp_path / "plans" / "cassandra-applied.yml"))
     assert applied["configuration"] and applied["plan"].startswith(str(tmp_path / "plans"))
+    # The record keeps the configuration the switch left (the next run's plan option previous: the way back).
+    assert applied["previous"] == claimed
     store = history_store.open_history(str(tmp_path / "autotune.sqlite3"), create=False, readonly=True)
     try:
         records = effects.effects(store, "cassandra")

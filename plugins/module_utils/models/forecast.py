@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast_series import (
+    AGE,
     DEFAULT_STEP_S,
     FIELD_BOUNDS,
     RATIO_FIELDS,
@@ -27,6 +28,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast_se
     check_integer,
     check_positive,
     check_values,
+    regime_age,
     series_field,
     series_step,
 )
@@ -433,9 +435,12 @@ def error_paths(
         "forecast": [],
         "persistence": [],
         "now": {field: float(values[n - 1]) for field, values in columns.items()} if n else {},
+        # now's age (AGE): how long its regime has lasted says how long it may go on (safety.same_age).
         # The workload observed so far (at most history steps), for the safety rule's long run.
         "history": {field: [float(v) for v in values[max(0, n - history) : n]] for field, values in columns.items()},
     }
+    if n and "read_ratio" in columns:
+        out["now"][AGE] = regime_age(columns["read_ratio"][max(0, n - history) : n])
     if last < first:
         return out
     stride = max(1, (last - first + 1 + max_origins - 1) // max_origins)
@@ -453,6 +458,8 @@ def error_paths(
             errors[field] = [float(values[origin + h]) - float(predicted[h - 1]) for h in range(1, steps + 1)]
             persist[field] = [float(values[origin + h]) - float(values[origin]) for h in range(1, steps + 1)]
             state[field] = float(values[origin])
+        if "read_ratio" in columns:
+            state[AGE] = regime_age(columns["read_ratio"][max(0, origin - history + 1) : origin + 1])
         out["origins"].append(origin)
         out["states"].append(state)
         out["forecast"].append(errors)

@@ -39,6 +39,25 @@ FIELD_BOUNDS = (
 )
 """Valid range of every field: forecasts are clipped to it (None = unbounded)."""
 
+AGE = "age_steps"
+"""The key of a workload state's age (error_paths' states and now): the steps its read ratio had stayed within
+AGE_RADIUS of its level."""
+AGE_RADIUS = 0.15
+
+
+def regime_age(values, radius=AGE_RADIUS):
+    """The steps the last of values has stayed within radius of its level: 0 when the one before differs by more
+    (a regime that just began)."""
+    if not len(values):
+        return 0
+    level = float(values[-1])
+    age = 0
+    for value in reversed(values[:-1]):
+        if abs(float(value) - level) > radius + 1e-9:
+            break
+        age += 1
+    return age
+
 
 DEFAULT_STEP_S = 30.0
 

@@ -172,6 +172,7 @@ def make_plan(
     safety=None,
     since_switch_s=None,
     debt=None,
+    previous=None,
 ):
     """The plan body: {"steps", "predicted", "baselines", "candidates", "skipped", "reasons", "timing", ...}.
 
@@ -181,7 +182,8 @@ def make_plan(
     ga (the paper's genetic search over plans, seeded with the exact and the greedy plan). safety: a
     safety.SafetyPolicy puts the guard in front of the plan's first switch (safe_first_switch()); since_switch_s:
     seconds since the last switch ended (its dwell). debt: a debt.DebtModel prices the compaction debt a throttle
-    leaves (when its parameter is tuned): the search, the guard and the predicted ops carry it."""
+    leaves (when its parameter is tuned): the search, the guard and the predicted ops carry it. previous: the
+    configuration the last switch left, a candidate of its own, which the guard knows as the way back."""
     started = time.monotonic()
     if solver not in ("exact", "ga"):
         raise PlanningError("solver: %r is not allowed; choose exact or ga" % (solver,))
@@ -195,6 +197,13 @@ def make_plan(
         raise PlanningError("current: %s" % exc) from None
     fixed = {n: current_full[n] for n in space.parameters if catalog.apply_kind(n) == "table"}
     default_full.update(fixed)
+    previous_full = None
+    if previous:
+        try:
+            previous_full = space.complete(previous, throughput.hardware)
+        except Exception as exc:
+            raise PlanningError("previous: %s" % exc) from None
+        previous_full.update(fixed)
     timings = {}
 
     # 2. candidates
@@ -217,6 +226,10 @@ def make_plan(
         candidates.append(config)
         labels.append(label)
         return len(candidates) - 1
+
+    previous_index = add(previous_full, "left by the last switch") if previous_full is not None else None
+    if previous_index is not None:
+        include.append(previous_full)
 
     # One shared pool scored for every workload, then a short refinement per objective (tuner.tune_many): the
     # optimum of each distinct workload, of each pair of consecutive phases, and of the whole lookahead.
@@ -292,6 +305,7 @@ def make_plan(
             tail_s,
             min_gain,
             debt,
+            previous=None if previous_index == 0 else previous_index,
         )
         timings["safety_s"] = round(time.monotonic() - t, 4)
         first = result["switches"][0] if result["switches"] and result["switches"][0][0] == 0 else None
@@ -511,10 +525,13 @@ def safe_first_switch(
     tail_s=0.0,
     min_gain=0.0,
     debt=None,
+    previous=None,
 ):
     """The guard's decision (planning/safety.py) on this forecast: {"target" (candidate index or None), "reason",
     "basis", "skill", gains...}. The forecast's "errors" (predict's error paths) say what it has been worth; a
-    known schedule is a perfect forecast; without either nothing is known of its errors (a cold start)."""
+    known schedule is a perfect forecast; without either nothing is known of its errors (a cold start). previous:
+    the index of the candidate the last switch left (hysteresis; the undo of a cold start), with the history's
+    last lookahead as the recent past."""
     fields = forecast.get("fields", forecast)
     if "read_ratio" not in fields:
         raise PlanningError("forecast.fields.read_ratio: the safety rule plans on the read ratio; forecast it too")
@@ -559,6 +576,7 @@ def safe_first_switch(
 
         forecast_errors = cut(errors.get("forecast") or [])
         persistence_errors = cut(errors.get("persistence") or [])
+    history = None if known else _history(errors.get("history"))
     decision = guard.decide(
         make_line,
         0,
@@ -573,7 +591,9 @@ def safe_first_switch(
         origins=errors.get("origins"),
         states=errors.get("states"),
         now=None if known else now,
-        history=None if known else _history(errors.get("history")),
+        history=history,
+        previous=previous,
+        recent=_recent(history, steps) if previous is not None else None,
     )
     out = decision.to_dict()
     out["policy"] = policy.to_dict()
@@ -588,6 +608,13 @@ def _history(history):
     if not isinstance(values, list) or not values:
         return None
     return {"read_ratio": [float(v) for v in values]}
+
+
+def _recent(history, steps):
+    """The last steps values of the history ({field: [values]}), or None without one."""
+    if not history:
+        return None
+    return {field: list(values[-steps:]) for field, values in history.items() if values} or None
 
 
 def model_error_of(metrics, ceiling=0.5):
@@ -616,6 +643,7 @@ class DynamicOptions:
     tune_generations: int = 8
     safety: guard.SafetyPolicy | None = None
     since_switch_s: float | None = None
+    previous: dict | None = None
     model_error_given: bool = False
     debt: compaction.DebtModel | None = None
 
@@ -653,6 +681,7 @@ class DynamicOptions:
             tail_s=params["tail"],
             safety=guard.SafetyPolicy.from_dict(settings) if enabled else None,
             since_switch_s=params.get("since_switch"),
+            previous=params.get("previous") or None,
             model_error_given="model_error" in settings,
         )
 
@@ -690,6 +719,7 @@ def plan(context, options):
         safety=policy,
         since_switch_s=options.since_switch_s,
         debt=options.debt,
+        previous=options.previous,
     )
     return planfile.build(
         body,

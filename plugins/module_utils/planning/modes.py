@@ -297,6 +297,7 @@ PARAM_DEFAULTS = {
     "safety": {},
     "debt": {},
     "since_switch": None,
+    "previous": None,
     "seed": 0,
     "start": None,
     "catalog": None,

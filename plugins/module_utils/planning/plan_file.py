@@ -706,16 +706,18 @@ def applied_configuration(doc, step, current=None):
     return configuration
 
 
-def applied_record(doc, step_index, current, cluster=None, plan=None, at=None):
+def applied_record(doc, step_index, current, cluster=None, plan=None, at=None, previous=None):
     """The record autotune keeps after applying step_index (<plans>/<cluster>-applied.yml; the next run plans from
-    its configuration): dict(cluster, plan, applied, configuration). cluster defaults to the plan's cluster.name,
-    plan is the plan file's path, at the time it was applied (default now)."""
+    its configuration and holds the one it left as the switch's way back): dict(cluster, plan, applied,
+    configuration, previous). cluster defaults to the plan's cluster.name, plan is the plan file's path, at the
+    time it was applied (default now), previous the configuration the switch left (default current)."""
     configuration = applied_configuration(doc, step_index, current)
     return {
         "cluster": cluster if cluster is not None else (doc.get("cluster") or {}).get("name"),
         "plan": plan,
         "applied": _when(at),
         "configuration": configuration,
+        "previous": dict(_current(current if previous is None else previous)),
     }
 
 

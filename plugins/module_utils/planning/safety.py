@@ -12,14 +12,18 @@ front of the plan's first switch, the only one a receding-horizon controller eve
    nothing never triggers a switch. With fewer than ``min_paths`` error paths (a new cluster, a short history) no
    error is known: every workload of the domain counts as possible and only a configuration that wins in all of
    them is switched to - or the one the last switch left, when the workload turned against the switch (now and
-   over the recent past) and its worst case is no worse (undo).
+   over the recent past) and its worst case is no worse (undo). Only past moments like now count (analogs():
+   the same read ratio, and of those the ones whose regime was as old, same_age(), when they are enough); a
+   regime seen at fewer than ``min_paths`` origins is a cold start too.
 2. Uncertainty (seed 001's lookahead-from-accuracy rule, made quantitative). The switch (to b, held until the
    plan's next switch or the end of the lookahead) is valued against staying in each scenario: the central path,
    and the central path plus each past error path (the error the forecast made then, applied to what it predicts
    now), every scenario paying the roll (seed 001 Eq. 9). The throughput of b is lowered by the model's own
    relative error (``model_error``: as OnlineTune's safe set, a candidate must beat what is in place by more than
    the model can tell). The decision uses the lower confidence bound of the mean gain (Student t at
-   ``confidence``, one-sided): what the forecast has actually been worth, not what it promises.
+   ``confidence``, one-sided): what the forecast has actually been worth, not what it promises. A candidate
+   safer than the one in place (a better worst case over the read ratios) needs only its expected gain: the
+   bound prices a risk the switch leaves behind.
 3. Hysteresis and dwell. The lower bound must exceed ``margin`` x the ops of staying over the window
    (``back_margin`` when b is the configuration left last); no switch starts sooner than ``min_dwell_s`` after the
    previous one ended.
@@ -40,7 +44,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import checks, imports, stats
-from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast_series import FIELD_BOUNDS
+from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast_series import AGE, FIELD_BOUNDS
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 
 DOMAIN_GRID = tuple(round(0.1 * i, 1) for i in range(11))
@@ -371,6 +375,23 @@ def analogs(states, now, radius):
     return out
 
 
+def same_age(chosen, states, now):
+    """The indexes of chosen whose state's age (AGE) is within a factor of two of now's (counting the step
+    itself): how long a regime has lasted says how long it may go on (a storm just begun against one an hour
+    old). None when now or the states carry no age."""
+    if now is None or states is None or AGE not in now:
+        return None
+    here = float(now[AGE]) + 1.0
+    out = []
+    for index in chosen:
+        if AGE not in states[index]:
+            return None
+        there = float(states[index][AGE]) + 1.0
+        if there <= 2.0 * here and here <= 2.0 * there:
+            out.append(index)
+    return out
+
+
 def history_blocks(make_line, history, steps, least):
     """A Timeline per steps-long block of history (the newest blocks, oldest first), or None with fewer than
     least blocks."""
@@ -388,7 +409,7 @@ def history_blocks(make_line, history, steps, least):
 
 
 def long_run(make_line, history, current, target, steps, policy, blocks=None):
-    """The switch from current to target, valued on the history (rule 4): {"gains" (the steady gain of each
+    """The switch from current to target, valued on the history (the long run): {"gains" (the steady gain of each
     steps-long block, newest last), "expected" and "lower" (over as many blocks ahead as the history holds, one
     roll paid), "stay", "n"}; None with fewer than policy.min_independent blocks. blocks: the history's Timelines
     when already made (history_blocks)."""
@@ -448,7 +469,7 @@ def decide(
     since_switch_s: seconds since the last switch ended (None: none known); previous: the candidate index left by
     the last switch (hysteresis, and the fallback a cold start may go back to); recent: the workload observed
     over the last steps ({field: [values]}); history: the workload observed so far ({field: [values per step]},
-    oldest first), for the long run (rule 4 of the module's docstring).
+    oldest first), for the long run (rule 4 of the module docstring; rule 5 of docs/plan.md).
 
     The central path is the forecast when it beats persistence by skill_margin, else persistence. When the plan
     on a skilled forecast waits, nothing starts. Otherwise every candidate is valued in the scenarios (the plan's
@@ -465,9 +486,25 @@ def decide(
         )
     every = list(range(max(len(forecast_errors), len(persistence_errors))))
     chosen = analogs(states, now, policy.analog_radius)
-    if chosen is None or len(chosen) < policy.min_paths:
-        # No past moment like this one yet: the errors of every moment (a regime not seen before).
+    if chosen is None:
         chosen = every
+    elif len(chosen) < policy.min_paths:
+        # A regime seen too seldom to know what follows it: nothing is known (a cold start). The errors of other
+        # regimes say nothing of it (a read-heavy burst in a write-heavy day is no calmer for the calm around it).
+        pass
+    else:
+        # Of the moments like this one, those whose regime was as old as now's, when they are evidence enough.
+        aged = same_age(chosen, states, now)
+        if (
+            aged is not None
+            and len(aged) >= policy.min_paths
+            and (
+                origins is None
+                or effective_paths(len(aged), [origins[i] for i in aged], len(next(iter(forecast.values()))))
+                >= policy.min_independent
+            )
+        ):
+            chosen = aged
     chosen = [chosen[i] for i in _spread(len(chosen), policy.max_paths)]
     forecast_errors = [forecast_errors[i] for i in chosen if i < len(forecast_errors)]
     persistence_errors = [persistence_errors[i] for i in chosen if i < len(persistence_errors)]
@@ -523,6 +560,11 @@ def decide(
     # One Timeline per scenario for every candidate (central counts as a scenario only without error paths).
     lines = [make_line(scenario) for scenario in ([central] if errors is None or not scenarios else []) + scenarios]
     central_line = make_line(central)
+    # Each candidate's worst case: its lowest throughput with the read ratio held anywhere in the domain.
+    floors = None
+    if errors is not None:
+        domain_lines = [make_line(scenario) for scenario in domain_scenarios(central)]
+        floors = [min(float(item.F[:, c].mean()) for item in domain_lines) for c in range(line.configs)]
     best = None
     assessed = {}
     # The plan's own target first: when it holds under the uncertainty, the plan's choice stands.
@@ -533,6 +575,14 @@ def decide(
         margin = policy.back_margin if previous is not None and target == previous else policy.margin
         found["needed"] = margin * max(found["stay"], 0.0)
         found["target"] = target
+        if (
+            floors is not None
+            and floors[target] > floors[current] * (1.0 + 1e-9)
+            and found["expected"] > found["lower"]
+        ):
+            # A safer configuration (a better worst case than the one in place): leaving a risk needs the
+            # expected gain, not its lower bound - the uncertainty that bound prices is the risk left behind.
+            found.update(lower=found["expected"], safer=True)
         if errors is None and target == previous and recent is not None and found["lower"] <= found["needed"]:
             # Undo: with nothing known of what comes, the configuration the last switch left is the known fallback
             # (as OnlineTune keeps the starting configuration in its safe set). Go back to it when it wins on the
@@ -555,6 +605,9 @@ def decide(
     bound = (
         "the workload seen now and the recent past, going back to the configuration the last switch left"
         if best.get("undo")
+        else "the mean of %d scenarios, the target being safer than the configuration in place (a better worst case "
+        "over every read ratio)" % best["n"]
+        if best.get("safer")
         else "the worst of %d domain scenarios" % best["n"]
         if errors is None
         else "the %.0f %% lower bound over %d scenarios (%.1f independent)"

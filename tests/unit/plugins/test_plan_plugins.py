@@ -116,6 +116,10 @@ def test_filters_call_the_engine_and_fail_naming_the_field():
         plan_gate(doc, "often")
     record = plan_applied(doc, 0, {"concurrent_reads": 1}, plan="p.yml")
     assert record["configuration"] == {"concurrent_reads": 64, "concurrent_writes": 32} and record["plan"] == "p.yml"
+    assert record["previous"] == {"concurrent_reads": 1}
+    assert plan_applied(doc, 0, {"concurrent_reads": 1}, previous={"concurrent_reads": 2})["previous"] == {
+        "concurrent_reads": 2
+    }
     with pytest.raises(AnsibleFilterError, match=r"^plan_applied: step: 4 is not a step of the plan"):
         plan_applied(doc, 4)
 

@@ -552,3 +552,13 @@ def test_arima_kpss_keeps_a_random_walk_differenced():
         walk.append(walk[-1] + rng.gauss(0, 1))
     model = forecasters.Arima(min_d=0, max_p=1, max_q=1).fit(walk)
     assert model.describe()["order"][1] == 1 and model.describe()["d_selection"] == "kpss"
+
+
+def test_error_paths_keep_how_long_each_origins_regime_had_lasted():
+    age = forecast_series.AGE
+    values = [0.9] * 30 + [0.1] * 30
+    series = {"t": [30.0 * i for i in range(60)], "read_ratio": values, "step_s": 30.0}
+    out = forecast.error_paths(series, 5, method="last_value", max_origins=60)
+    assert out["now"] == {"read_ratio": 0.1, age: 29}
+    for origin, state in zip(out["origins"], out["states"], strict=True):
+        assert state[age] == (origin if origin < 30 else origin - 30)

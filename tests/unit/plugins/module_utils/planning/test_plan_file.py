@@ -243,8 +243,11 @@ def test_applied_record_takes_the_full_configuration_or_combines(plan):
         "plan": "plans/lab-1.yml",
         "applied": "2026-11-22T10:25:00Z",
         "configuration": {"concurrent_reads": 64, "concurrent_writes": 32},
+        "previous": dict(CURRENT),
     }
-    assert list(record) == ["cluster", "plan", "applied", "configuration"]
+    assert list(record) == ["cluster", "plan", "applied", "configuration", "previous"]
+    back = planfile.applied_record(plan, 0, CURRENT, previous={"concurrent_reads": 8})
+    assert back["previous"] == {"concurrent_reads": 8}  # a revert keeps the configuration it rolled back from
     two = _plan(steps=2)  # the second step has no full_configuration
     combined = planfile.applied_record(two, 1, {"concurrent_reads": 64, "heap": 1}, cluster="other")
     assert combined["cluster"] == "other" and combined["plan"] is None

@@ -528,3 +528,35 @@ def test_the_guard_decides_the_first_switch_and_the_plan_file_holds_its_numbers(
     doc = planfile.build(trusted, "cassandra", 1_800_000_000, "5.0.9", {"cl": "ONE", "nodes": 3}, {"file": "m.json"})
     planfile.save_plan(str(tmp_path / "p.yml"), doc)
     assert planfile.load_plan(str(tmp_path / "p.yml")) == doc
+
+
+def test_the_configuration_the_last_switch_left_is_a_candidate_the_guard_knows_as_the_way_back(
+    model, catalog, monkeypatch
+):
+    f_ops = tuner.Throughput(model, hardware=HW, nodes=3)
+    roll = Roll(nodes=3, batch=2, restart_s=60)
+    forecast = _phased_forecast([(0.5, 45)])
+    forecast["errors"] = {"history": {"read_ratio": [0.9] * 100 + [0.5] * 60}, "now": {"read_ratio": 0.5}}
+    seen = {}
+    decide = safety.decide
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return decide(*args, **kwargs)
+
+    monkeypatch.setattr(safety, "decide", spy)
+    left = {"concurrent_reads": 8, "concurrent_writes": 8}
+    body = dynamic.make_plan(
+        f_ops, forecast, {}, roll, catalog, default={}, safety=safety.SafetyPolicy(), previous=left
+    )
+    labels = [c["label"] for c in body["candidates"]]
+    index = labels.index("left by the last switch")
+    assert seen["previous"] == index and body["candidates"][index]["config"]["concurrent_reads"] == 8
+    assert seen["recent"] == {"read_ratio": [0.5] * 45}  # the history's last lookahead
+    # Without a record of the last switch there is no way back to know, and the candidates stay as they were.
+    seen.clear()
+    plain = dynamic.make_plan(f_ops, forecast, {}, roll, catalog, default={}, safety=safety.SafetyPolicy())
+    assert seen["previous"] is None and seen["recent"] is None
+    assert "left by the last switch" not in [c["label"] for c in plain["candidates"]]
+    with pytest.raises(dynamic.PlanningError, match=r"^previous: "):
+        dynamic.make_plan(f_ops, forecast, {}, roll, catalog, default={}, previous={"no_such_knob": 1})

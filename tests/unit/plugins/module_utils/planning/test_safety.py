@@ -5,6 +5,7 @@
 import numpy as np
 import pytest
 
+from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast_series import AGE, regime_age
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import safety
 
@@ -161,3 +162,60 @@ def test_the_long_run_takes_what_every_past_lookahead_favoured_and_nothing_the_b
     # Fewer blocks than min_independent: nothing is concluded from them.
     short = {"read_ratio": steady["read_ratio"][: 2 * STEPS]}
     assert safety.long_run(make_line, short, 3, 1, STEPS, safety.SafetyPolicy()) is None
+
+
+def test_a_regime_seen_too_seldom_is_a_cold_start_not_the_calm_of_other_regimes():
+    # 30 origins, all in a write-heavy calm that never moved; now a read-heavy burst no origin saw.
+    states = [{"read_ratio": 0.1} for _i in range(30)]
+    calm = [[0.0] * STEPS for _i in range(30)]
+    origins = [i * STEPS for i in range(30)]
+    decision = safety.decide(
+        make_line, 3, flat(0.95), flat(0.95), calm, calm, states=states, now={"read_ratio": 0.95}, origins=origins
+    )
+    # The calm of the write-heavy origins says nothing of the burst: read-optimized is no sure win, so no switch.
+    assert decision.basis == "cold start" and decision.target is None
+    # Without states (nothing to tell regimes apart) every origin counts, as before.
+    assert safety.decide(make_line, 3, flat(0.95), flat(0.95), calm, calm, origins=origins).basis == "persistence"
+
+
+def test_the_age_of_a_regime_picks_the_origins_whose_regime_was_as_old():
+    assert regime_age([0.1, 0.9, 0.95, 0.9]) == 2 and regime_age([0.9]) == 0 and regime_age([]) == 0
+    states = [{"read_ratio": 0.9, AGE: age} for age in (0, 1, 3, 10, 40)]
+    assert safety.same_age(range(5), states, {"read_ratio": 0.9, AGE: 1}) == [0, 1, 2]
+    assert safety.same_age(range(5), states, {"read_ratio": 0.9}) is None
+    # Young read-heavy stretches ended within a minute half of the time, old ones went on: a stretch just begun
+    # is not switched for, one that has lasted is.
+    young = [{"read_ratio": 0.9, AGE: 1} for _i in range(12)]
+    old = [{"read_ratio": 0.9, AGE: 30} for _i in range(12)]
+    ended = [[0.0] * 2 + [-0.8 * (i % 2)] * (STEPS - 2) for i in range(12)]
+    lasted = [[0.0] * STEPS for _i in range(12)]
+    origins = [i * STEPS for i in range(24)]
+    errors = ended + lasted
+
+    def decide(age):
+        return safety.decide(
+            make_line,
+            3,
+            flat(0.9),
+            flat(0.9),
+            errors,
+            errors,
+            states=young + old,
+            now={"read_ratio": 0.9, AGE: age},
+            origins=origins,
+        )
+
+    assert decide(1).target is None
+    assert decide(30).target == 1
+
+
+def test_a_safer_configuration_needs_the_expected_gain_not_its_lower_bound():
+    # Read-optimized in place in a write-heavy stretch; half the past write stretches turned read-heavy at once.
+    paths = [[0.0] * STEPS if i % 2 else [0.9] * STEPS for i in range(20)]
+    origins = [i * STEPS for i in range(20)]
+    decision = safety.decide(make_line, 1, flat(0.05), flat(0.05), paths, paths, origins=origins)
+    # Balanced's worst case (1.08 at every ratio) beats read-optimized's (0.70 at write-heavy): leaving the risk
+    # needs the expected gain only. Write-optimized would be no safer than read-optimized: it needs the bound.
+    assert decision.target == 3 and decision.assessment.get("safer")
+    assert "safer than the configuration in place" in decision.reason
+    assert safety.decide(make_line, 3, flat(0.05), flat(0.05), paths, paths, origins=origins).target is None
