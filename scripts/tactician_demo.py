@@ -132,7 +132,7 @@ def parse_args(argv):
     parser.add_argument(
         "--prewarm-s",
         type=float,
-        default=320.0,
+        default=160.0,
         help="at most this long, read-heavy load before the first turn, not measured, until two rounds of 40 s agree "
         "within 5 %%: fresh JVMs need minutes of load before their throughput is steady, and the first arm would pay "
         "for it alone",
