@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 
@@ -35,3 +36,20 @@ def whole(field, value, error=ValueError, minimum=1):
     if number is None or number < minimum:
         raise error("%s: %r is not a whole number >= %d" % (field, value, minimum))
     return number
+
+
+def options(cls, data, error=ValueError, name="options"):
+    """cls(**data) for a dataclass of settings (None or {}: its defaults): a key that is no field of cls is refused
+    by name (name.key: not an option; allowed: ...), and a whole float given to an int field becomes an int (JSON
+    and YAML templating give 8.0 for 8)."""
+    data = dict(data or {})
+    known = dataclasses.fields(cls)
+    allowed = [f.name for f in known]
+    unknown = sorted(set(data) - set(allowed), key=str)
+    if unknown:
+        raise error("%s.%s: not an option; allowed: %s" % (name, unknown[0], ", ".join(allowed)))
+    for f in known:
+        value = data.get(f.name)
+        if f.type in (int, "int") and isinstance(value, float) and value.is_integer():
+            data[f.name] = int(value)
+    return cls(**data)

@@ -29,7 +29,7 @@ becomes a dynamic program over (step, configuration, debt level), value() a simu
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import checks, imports
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
@@ -86,12 +86,8 @@ class DebtModel:
 
     @classmethod
     def from_dict(cls, data):
-        data = dict(data or {})
-        allowed = [f.name for f in fields(cls)]
-        unknown = sorted(set(data) - set(allowed))
-        if unknown:
-            raise DebtError("debt: unknown key(s) %s; allowed: %s" % (", ".join(unknown), ", ".join(allowed)))
-        return cls(**data)
+        """A model from a mapping (None or {} = the defaults); unknown keys are refused by name."""
+        return checks.options(cls, data, DebtError, "debt")
 
     def to_dict(self):
         return asdict(self)

@@ -100,15 +100,7 @@ class SafetyPolicy:
     @classmethod
     def from_dict(cls, data):
         """A policy from a mapping (None or {} = the defaults); unknown keys are refused by name."""
-        data = dict(data or {})
-        allowed = list(cls.__dataclass_fields__)
-        unknown = sorted(set(data) - set(allowed))
-        if unknown:
-            raise SafetyError("safety.%s: not an option; allowed: %s" % (unknown[0], ", ".join(allowed)))
-        for name in ("min_paths", "max_paths", "min_independent"):
-            if isinstance(data.get(name), float) and float(data[name]).is_integer():
-                data[name] = int(data[name])
-        return cls(**data)
+        return checks.options(cls, data, SafetyError, "safety")
 
     def to_dict(self):
         return asdict(self)

@@ -84,7 +84,7 @@ def test_rates_and_penalties():
 @pytest.mark.parametrize(
     "settings, message",
     [
-        ({"capacity": 3}, "debt: unknown key(s) capacity; allowed: parameter"),
+        ({"capacity": 3}, "debt.capacity: not an option; allowed: parameter"),
         ({"max_penalty": 1.0}, "debt.max_penalty"),
         ({"capacity_mib_s": 0}, "debt.capacity_mib_s"),
         ({"pending_bytes": -1}, "debt.pending_bytes"),
