@@ -206,8 +206,8 @@ def evaluate(item):
     begin = len(pre)
     full = list(pre) + list(ratios)
     line = world.line(ratios)
-    static = int(np.argmax(line.step_ops().sum(axis=0)))
     steady = line.step_ops()
+    static = int(np.argmax(steady.sum(axis=0)))
     base = planner.baselines(line, 0, static, [int(i) for i in np.argmax(steady, axis=1)])
     offline = planner.best_plan(line, 0)["ops"]
     made = forecasts(full, lookahead, args.method)

@@ -476,6 +476,7 @@ def decide(
             "forecast_errors: give one path per origin, as persistence_errors (%d against %d)"
             % (len(forecast_errors), len(persistence_errors))
         )
+    steps = len(next(iter(forecast.values())))
     every = list(range(max(len(forecast_errors), len(persistence_errors))))
     chosen = analogs(states, now, policy.analog_radius)
     if chosen is None:
@@ -492,8 +493,7 @@ def decide(
             and len(aged) >= policy.min_paths
             and (
                 origins is None
-                or effective_paths(len(aged), [origins[i] for i in aged], len(next(iter(forecast.values()))))
-                >= policy.min_independent
+                or effective_paths(len(aged), [origins[i] for i in aged], steps) >= policy.min_independent
             )
         ):
             chosen = aged
@@ -508,7 +508,6 @@ def decide(
             % (since_switch_s, policy.min_dwell_s),
             "dwell",
         )
-    steps = len(next(iter(forecast.values())))
     # Paths of one episode are one piece of evidence: trust needs min_independent origins a lookahead apart.
     independent = effective_paths(len(persistence_errors), origins, steps) if origins is not None else None
     if independent is not None and independent < policy.min_independent:
@@ -552,11 +551,12 @@ def decide(
     # One Timeline per scenario for every candidate (central counts as a scenario only without error paths).
     lines = [make_line(scenario) for scenario in ([central] if errors is None or not scenarios else []) + scenarios]
     central_line = make_line(central)
-    # Each candidate's worst case: its lowest throughput with the read ratio held anywhere in the domain.
-    floors = None
-    if errors is not None:
-        domain_lines = [make_line(scenario) for scenario in domain_scenarios(central)]
-        floors = [min(float(item.F[:, c].mean()) for item in domain_lines) for c in range(line.configs)]
+    # Each candidate's worst case: its lowest throughput with the read ratio held anywhere in the domain (a cold
+    # start's scenarios are the domain already).
+    domain = (
+        lines[len(lines) - len(scenarios) :] if errors is None else [make_line(s) for s in domain_scenarios(central)]
+    )
+    floors = [min(float(item.F[:, c].mean()) for item in domain) for c in range(line.configs)]
     best = None
     assessed = {}
     # The plan's own target first: when it holds under the uncertainty, the plan's choice stands.
@@ -568,7 +568,7 @@ def decide(
         found["needed"] = margin * max(found["stay"], 0.0)
         found["target"] = target
         if (
-            floors is not None
+            errors is not None
             and floors[target] > floors[current] * (1.0 + 1e-9)
             and found["expected"] > found["lower"]
         ):
@@ -582,10 +582,7 @@ def decide(
             now_gain, _stay, _share = switch_gain(central_line, current, target, window, policy.model_error)
             past = make_line({field: list(values) for field, values in recent.items()})
             past_gain, _stay, _share = switch_gain(past, current, target, past.steps, policy.model_error)
-            domain = lines[len(lines) - len(scenarios) :]
-            worst_target = min(float(item.F[:window, target].mean()) for item in domain)
-            worst_current = min(float(item.F[:window, current].mean()) for item in domain)
-            if now_gain > found["needed"] and past_gain > 0 and worst_target >= worst_current:
+            if now_gain > found["needed"] and past_gain > 0 and floors[target] >= floors[current]:
                 found.update(lower=now_gain, share_low=0.0, undo=True)
         assessed[target] = found
         if best is None or found["lower"] - found["needed"] > best["lower"] - best["needed"]:
