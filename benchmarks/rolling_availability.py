@@ -8,6 +8,11 @@ throughput before and during, and T_r per node and for the whole roll.
     .venv/bin/python benchmarks/rolling_availability.py                       # Cassandra and Redis, the roll only
     .venv/bin/python benchmarks/rolling_availability.py --stores cassandra --naive
     .venv/bin/python benchmarks/rolling_availability.py --scenario kill       # kill a node mid-restart
+    .venv/bin/python benchmarks/rolling_availability.py --scenario peer --stores cassandra --cl QUORUM
+                                              # kill another node while the first one restarts
+
+With --scenario peer the killed node is started again afterwards (playbooks/lab_up.yml) and the roll's lock
+released, so the lab is whole for the next run; the row says how long after the kill the roll stopped.
 
 The lab must be up (make lab). Each run toggles the setting between two values, so it can be repeated.
 """
@@ -191,7 +196,7 @@ def roll(store, inventory, settings, extra=None):
     return result, wall, per_node
 
 
-def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
+def run_case(args, store, nodes, conn, label, extra=None, kill_node=None, kill_peer=None):
     name, low, high = TOGGLES[store]
     before = current_value(store, nodes, conn, name)
     wanted = high if before == low else low
@@ -229,8 +234,22 @@ def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
     if kill_node:
         killer = threading.Thread(target=kill_mid_restart, args=(kill_node,), daemon=True)
         killer.start()
+    if kill_peer:
+        killer = threading.Thread(target=kill_peer_during_restart, args=kill_peer, daemon=True)
+        killer.start()
     result, wall, per_node = roll(store, args.inventory, {name: wanted}, extra)
     roll_end = time.time()
+    if kill_peer:
+        # The node killed must be back before the acknowledged keys are read; the lock of the stopped roll goes.
+        killer.join(timeout=60)
+        up = run_playbook("playbooks/lab_up.yml", args.inventory)
+        if up.returncode != 0:
+            print("lab_up did not bring the killed node back:\n" + up.stderr[-1500:], file=sys.stderr)
+        run_playbook(
+            os.path.join(ROOT, "tests", "integration", "playbooks", "release_lock.yml"),
+            args.inventory,
+            dict(lock_name=store),
+        )
     time.sleep(args.cooldown)
     probe.stop_event.set()
     probe.join()
@@ -282,6 +301,11 @@ def run_case(args, store, nodes, conn, label, extra=None, kill_node=None):
     )
     if result.returncode != 0:
         row["playbook_tail"] = result.stderr[-1500:]
+    if kill_peer:
+        row["killed_pid"] = kill_peer[1].get("killed")
+        row["seconds_kill_to_stop"] = (
+            round(roll_end - kill_peer[1]["killed_at"], 1) if kill_peer[1].get("killed_at") else None
+        )
     return row
 
 
@@ -308,6 +332,34 @@ def kill_mid_restart(node):
         time.sleep(0.2)
 
 
+def kill_peer_during_restart(first, peer):
+    """Wait until the first node's process is gone (the roll drained and stopped it), then SIGKILL another node:
+    a peer that fails while the roll has one node down."""
+    old = _read_pid(first["pid_file"])
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        if old is None or not _pid_alive(old):
+            time.sleep(3)
+            pid = _read_pid(peer["pid_file"])
+            try:
+                os.kill(pid, signal.SIGKILL)
+                peer.update(killed=pid, killed_at=time.time())
+            except (ProcessLookupError, TypeError):
+                pass
+            return
+        time.sleep(0.2)
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _read_pid(path):
     try:
         with open(path) as handle:
@@ -320,7 +372,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--inventory", default=os.path.join(ROOT, "inventories", "lab"))
     parser.add_argument("--stores", nargs="+", default=["cassandra", "redis"], choices=["cassandra", "redis"])
-    parser.add_argument("--scenario", choices=["roll", "kill"], default="roll")
+    parser.add_argument("--scenario", choices=["roll", "kill", "peer"], default="roll")
     parser.add_argument("--naive", action="store_true", help="also run the naive switch (all nodes at once)")
     parser.add_argument(
         "--cl",
@@ -375,16 +427,26 @@ def main():
             properties={"recordcount": args.records},
         )
         loadrun.execute(load, loadrun.plan(load))
-        if args.scenario == "kill":
-            victim = dict(nodes[1])
-            victim["pid_file"] = os.path.join(
-                lab_dir,
-                store,
-                victim["name"] if store == "cassandra" else victim["address"].split(":")[1],
-                "cassandra.pid" if store == "cassandra" else "redis.pid",
+
+        def with_pid_file(node, store=store):
+            return dict(
+                node,
+                pid_file=os.path.join(
+                    lab_dir,
+                    store,
+                    node["name"] if store == "cassandra" else node["address"].split(":")[1],
+                    "cassandra.pid" if store == "cassandra" else "redis.pid",
+                ),
             )
+
+        if args.scenario == "kill":
+            victim = with_pid_file(nodes[1])
             rows.append(run_case(args, store, nodes, conn, "kill %s mid-restart" % victim["name"], kill_node=victim))
             rows[-1]["killed_pid"] = victim.get("killed")
+        elif args.scenario == "peer":
+            first, peer = with_pid_file(nodes[0]), with_pid_file(nodes[1])
+            label = "kill %s while %s restarts" % (peer["name"], first["name"])
+            rows.append(run_case(args, store, nodes, conn, label, kill_peer=(first, peer)))
         else:
             rows.append(run_case(args, store, nodes, conn, "rolling (R = RF - CL)"))
             if args.naive:

@@ -187,6 +187,18 @@ EXPERIMENTS = (
         site="lab",
     ),
     Experiment(
+        "rolling_peer_down",
+        "rolling_availability.py",
+        "A peer killed while the roll has a node down, CL QUORUM: the roll stops, nothing lost",
+        "seed 001 section 4.5 (availability during reconfiguration)",
+        short=("--stores", "cassandra"),
+        full=("--stores", "cassandra"),
+        needs=LAB,
+        outputs=False,
+        extra=("--cl", "QUORUM", "--scenario", "peer"),
+        site="lab",
+    ),
+    Experiment(
         "surrogate_accuracy",
         "surrogate_accuracy.py",
         "Throughput surrogate R^2 / RMSE on held-out configurations",

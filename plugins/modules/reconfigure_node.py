@@ -20,6 +20,14 @@ description:
     awaited until the cluster sees it back. Cassandra is back when every peer sees it Up/Normal and no peer holds
     hints for it; Redis when every node reports cluster_state ok and its replica link is up; MongoDB when it
     answers as primary or secondary.
+  - Right before a node stops, the whole cluster is checked again (not only once before the roll) - Cassandra
+    every node Up/Normal in every node's view, answering CQL, and no hints pending on any node; Redis every node
+    answering with cluster_state ok and every replica link up - and the client-visible signals of O(guard) are
+    waited on while above their thresholds. When the cluster is not ready the task fails with the reason and the
+    node is not touched.
+  - While the node is down its peers are watched. A peer that goes down meanwhile ends the step at once (not at
+    O(rejoin_timeout)), naming the peer; the node is left running on the new configuration (or, when it does not
+    run, started on its previous one), never restarted a second time while a peer is down.
   - Then the new values are read back from the node (verify). If the node does not come back, the previous
     config file is restored and the node started again before the task fails, so a roll stops with the cluster
     available.
@@ -131,8 +139,28 @@ options:
   jmx_password:
     description: JMX password (passed to nodetool through a private file, never on its command line).
     type: str
+  guard:
+    description:
+      - The client-visible thresholds of the roll, read right before each stop and while the node is down. Every
+        key is optional; see docs/rolling.md for how each signal is read.
+      - C(p99_ms) (default V(500)) - the worst p99 latency of reads and writes the clients may see (Cassandra the
+        coordinators' ClientRequest latency; Redis the mean time per command); V(null) for no limit.
+      - C(error_rate) (default V(0.01)) - the share of client requests that may fail (Cassandra timeouts,
+        unavailables and failures; Redis error replies other than MOVED and ASK, and refused connections);
+        V(null) for no limit.
+      - C(max_wait_s) (default V(300)) - how long the signals may stay above the thresholds (and hints stay
+        pending) before the roll stops.
+      - C(interval_s) (default V(5)) - seconds between two reads of the signals.
+      - C(peer_down_polls) (default V(2)) - polls in a row that must see a peer down before the step stops for it.
+      - C(min_ops_per_s) (default V(10)) - requests per second below which a node's p99 (and the cluster's error
+        rate) is not judged - the percentile of a handful of requests, such as the first after a restart, is no
+        client signal.
+    type: dict
   failover:
-    description: Redis - fail a master over to its replica before restarting it (V(auto)), or never.
+    description:
+      - Redis - fail a master over to a replica in sync before restarting it (V(auto)), or never. With no replica
+        in sync (online, acknowledged within 2 s), or the replica lost during the failover, the task fails and the
+        master is not stopped.
     type: str
     choices: [auto, never]
     default: auto
@@ -219,6 +247,36 @@ rejoin:
   description: How the node came back (Cassandra - seconds to UN and until hints were delivered).
   returned: when the node was restarted
   type: dict
+guard:
+  description: What was checked right before the stop (the cluster's views, hints, the client signals and the wait).
+  returned: when the node was to be restarted
+  type: dict
+clients_while_down:
+  description: The client signals the live peers reported while the node was down (worst p99, worst error rate,
+    the longest stretch above the thresholds).
+  returned: when the node was restarted (Cassandra)
+  type: dict
+stopped:
+  description: Why the roll stops at this node - V(cluster not ready) (nothing touched), V(peer down),
+    V(client guard) (nothing stopped when RV(touched) is false), V(failover), V(node not back).
+  returned: on failure after the checks began
+  type: str
+touched:
+  description: Whether the node was stopped (false - it runs as before).
+  returned: on failure after the checks began
+  type: bool
+peer_down:
+  description: The peers that went down during the step, with what showed it.
+  returned: when a peer went down
+  type: dict
+left:
+  description: The state the node was left in when a peer went down.
+  returned: when a peer went down
+  type: str
+cluster:
+  description: Every node's state as last seen (Cassandra how the others see it; Redis role and cluster_state).
+  returned: on failure after the checks began
+  type: dict
 rollback:
   description: What the rollback did, when the node did not come back.
   returned: on failure after the node was stopped
@@ -277,6 +335,7 @@ def main():
             jmx_user=dict(type="str"),
             jmx_password=dict(type="str", no_log=True),
             failover=dict(type="str", choices=["auto", "never"], default="auto"),
+            guard=dict(type="dict"),
         ),
         required_together=[["stop_command", "start_command"]],
         supports_check_mode=True,

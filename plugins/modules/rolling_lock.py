@@ -14,6 +14,10 @@ description:
     lock (its O(ttl) is over, or the process that took it on this host is gone) is replaced and returned in
     RV(stale_replaced). A lock held by anyone else fails the task, naming the holder, since when, and how to
     clear it.
+  - O(state=stopped) keeps the lock of a roll that stopped for the cluster's sake (a node down, a peer lost during a
+    step) and writes O(stopped) into its record - the node it stopped at, the reason, every node's state and how
+    to continue. Only the holder may. Such a lock is never stale (its process is gone by design) - the next roll
+    is refused with the reason and how to continue until someone releases it with O(force=true).
   - O(state=released) gives the lock back. Only its holder (the same O(owner) and O(run_id)) may, unless
     O(force=true). A lock nobody holds is nothing to do.
   - Run it on the controller (C(hosts=localhost) or C(delegate_to=localhost)). There the recorded process is
@@ -29,8 +33,13 @@ options:
   state:
     description: Whether this run holds the lock.
     type: str
-    choices: [acquired, released]
+    choices: [acquired, stopped, released]
     required: true
+  stopped:
+    description:
+      - With O(state=stopped), what to record - C(reason) (required), C(node), C(nodes) (each node's state) and
+        C(continue) (how to go on).
+    type: dict
   lock_dir:
     description:
       - Directory of the lock files.
@@ -133,7 +142,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             name=dict(type="str", required=True),
-            state=dict(type="str", choices=["acquired", "released"], required=True),
+            state=dict(type="str", choices=["acquired", "stopped", "released"], required=True),
+            stopped=dict(type="dict"),
             lock_dir=dict(type="path"),
             owner=dict(type="str"),
             run_id=dict(type="str"),
@@ -157,6 +167,8 @@ def main():
         before = lock.status()
         if params["state"] == "acquired":
             result = lock.acquire(run_id=params["run_id"], check_mode=module.check_mode, force=params["force"])
+        elif params["state"] == "stopped":
+            result = lock.mark_stopped(run_id=params["run_id"], stopped=params["stopped"], check_mode=module.check_mode)
         else:
             result = lock.release(run_id=params["run_id"], force=params["force"], check_mode=module.check_mode)
     except TacticianError as exc:

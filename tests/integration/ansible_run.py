@@ -37,8 +37,10 @@ class PlaybookResult:
         return found[-1]
 
 
-def run_playbook(playbook, inventory, extra_vars=None, check=False, diff=False):
-    """ansible-playbook with ansible-runner; never raises on a failed play (assert on returncode)."""
+def run_playbook(playbook, inventory, extra_vars=None, check=False, diff=False, on_event=None):
+    """ansible-playbook with ansible-runner; never raises on a failed play (assert on returncode).
+
+    on_event(event): called with every event of the run as it happens (a test acts at a given task)."""
     private = tempfile.mkdtemp(prefix="tactician-runner-")
     cmdline = " ".join(flag for flag, on in (("--check", check), ("--diff", diff)) if on)
     envvars = dict(
@@ -49,7 +51,9 @@ def run_playbook(playbook, inventory, extra_vars=None, check=False, diff=False):
     )
     results = []
 
-    def on_event(event):
+    def handle(event):
+        if on_event is not None:
+            on_event(event)
         data = event.get("event_data", {})
         if event.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable"):
             res = dict(data.get("res") or {})
@@ -70,7 +74,7 @@ def run_playbook(playbook, inventory, extra_vars=None, check=False, diff=False):
             cmdline=cmdline or None,
             envvars=envvars,
             quiet=True,
-            event_handler=on_event,
+            event_handler=handle,
         )
         stdout = runner.stdout.read() if runner.stdout else ""
         return PlaybookResult(runner.rc, runner.stats, results, stdout[-6000:])

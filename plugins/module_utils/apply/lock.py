@@ -6,7 +6,9 @@ Standard library only: this file is shipped to managed nodes. ``RollingLock`` is
 ``<lock_dir>/<name>.lock`` created with O_CREAT|O_EXCL, so two rolls never hold the same cluster at once. The
 record names its holder (owner and run id), the host and process that took it, and when it expires. A lock whose
 time is up, or whose process is gone on this host, is stale and the next acquire replaces it (and reports what it
-replaced). Bad input, or a lock held by someone else, raises LockError naming the field.
+replaced). A roll that stops for the cluster's sake marks its lock stopped (``mark_stopped``): the record then
+keeps every node's state and how to continue, and holds whatever happens to the process that took it, until it is
+released with force. Bad input, or a lock held by someone else, raises LockError naming the field.
 """
 
 from __future__ import annotations
@@ -165,6 +167,8 @@ class RollingLock:
         return self._stale_reason(record) is not None
 
     def _stale_reason(self, record):
+        if isinstance(record.get("stopped"), dict):
+            return None  # a stopped roll's lock holds until a person releases it (force)
         expires = _parse_stamp(record.get("expires"))
         if expires is None:
             return "the lock file holds no valid record"
@@ -244,6 +248,18 @@ class RollingLock:
                 reason = self._stale_reason(current)
                 if reason is None and force:
                     reason = "taken over with force"
+                if reason is None and isinstance(current.get("stopped"), dict):
+                    stopped = current["stopped"]
+                    raise LockError(
+                        "name: a roll of cluster %s stopped at %s on %s and keeps its lock: %s To continue: %s"
+                        % (
+                            self.name,
+                            stopped.get("node"),
+                            stopped.get("at"),
+                            str(stopped.get("reason") or "").strip(),
+                            stopped.get("continue") or "release it with force=true once the cluster is repaired",
+                        )
+                    )
                 if reason is None:
                     raise LockError(
                         "name: the rolling lock of cluster %s is held by %s; wait for that roll to end. If it is gone,"
@@ -277,6 +293,38 @@ class RollingLock:
             if not check_mode:
                 _remove(self.path)
             return self._result(True, None, released=current)
+
+    def mark_stopped(self, run_id=None, stopped=None, check_mode=False):
+        """Keep the lock held by (owner, run_id) as a stopped roll: stopped ({node, reason, nodes, continue}) is
+        written into the record with the time, and the lock then holds until released with force. Returns the
+        result of acquire."""
+        if not isinstance(stopped, dict) or not stopped.get("reason"):
+            raise LockError("stopped: give a mapping with at least the reason the roll stopped")
+        with self._guard(exclusive=not check_mode):
+            current = self._read()
+            if current is None or not self._holds(current, run_id):
+                raise LockError(
+                    "run_id: only the holder marks its roll stopped; the lock of cluster %s is %s"
+                    % (self.name, "free" if current is None else "held by " + self._describe(current))
+                )
+            record = dict(current, stopped=dict(stopped, at=_stamp(_now().replace(microsecond=0))))
+            if not check_mode:
+                _replace(self.path, record)
+            return self._result(True, record)
+
+
+def _replace(path, record):
+    """Write record over the lock file at path in one step (a temporary file renamed over it)."""
+    temporary = path + ".tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise LockError("lock_dir: cannot write %s: %s" % (path, exc.strerror or exc)) from None
 
 
 def _remove(path):

@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 
-from ansible_collections.tactician.nosql.plugins.module_utils.apply import configfile
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import configfile, guards
 from ansible_collections.tactician.nosql.plugins.module_utils.stores import daemons
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import resources
 
@@ -46,6 +46,8 @@ class BaseNode:
         self.catalog = catalog
         self.config_file = params.get("config_file")
         self.name = params["address"]
+        self.guard = guards.GuardPolicy.from_dict(params.get("guard"))
+        self.signal_log = None
 
     # The config file ---------------------------------------------------------------------------
     def _file_settings(self, wanted):
@@ -116,6 +118,21 @@ class BaseNode:
 
     def downtime_warning(self, seconds):
         return None
+
+    # What the roll watches besides this node (apply/guards.py) ---------------------------------
+    def check_before_stop(self):
+        """Right before the node stops: the rest of the cluster is whole and the clients are served within the
+        guard's thresholds; raises guards.ClusterNotReady (nothing touched). Stores without a cluster-wide view
+        check nothing."""
+        return {}
+
+    def is_running(self):
+        """Whether the node's process runs (a step that stops for another node leaves a running node alone)."""
+        return True
+
+    def cluster_state(self):
+        """{node: state} of every node as last seen, for the report and the lock of a stopped roll."""
+        return {}
 
     def close(self):
         pass

@@ -7,8 +7,13 @@ a node object (see reconfigure_stores); this module only decides and sequences, 
 
     validate -> read current -> diff -> (check mode: stop here)
     live only:  apply live -> persist to the config file -> mark the file as live -> verify
-    restart:    prepare (Redis: fail over a master) -> stop (Cassandra: drain) -> write the file -> start
-                -> wait until the cluster sees the node back -> verify
+    restart:    check the cluster (every other node up as every node sees it, the clients served within the
+                guard's thresholds: apply/guards.py) -> prepare (Redis: fail over a master to a replica in sync)
+                -> stop (Cassandra: drain) -> write the file -> start -> wait until the cluster sees the node back
+                -> verify
+    the cluster not ready: stop the roll, the node untouched.
+    another node down while this one comes back: stop at once; this node left running as it is (or started on
+                its previous configuration when it does not run), never restarted a second time.
     failure after the node was stopped: restore the previous file, start, wait until back, then fail.
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import guards
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import ApplyError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import Stopwatch
 
@@ -129,7 +135,7 @@ def reconfigure(
 
 def _planned(live, restart, file_changes):
     if restart:
-        return ["prepare", "stop", "write config", "start", "rejoin", "verify"]
+        return ["check cluster", "prepare", "stop", "write config", "start", "rejoin", "verify"]
     steps = ["set %s live" % name for name in sorted(live)]
     if file_changes:
         steps.append("write config")
@@ -151,8 +157,17 @@ def _live(node, wanted, current, live, result, watch):
 
 
 def _restart(node, wanted, result, watch, rollback):
+    with watch.step("check_cluster"):
+        try:
+            result["guard"] = node.check_before_stop()
+        except guards.ClusterNotReady as exc:
+            _stop_untouched(node, result, exc, "was not touched")
+    result["steps"].append("check cluster")
     with watch.step("prepare"):
-        prepared = node.prepare_restart()
+        try:
+            prepared = node.prepare_restart()
+        except guards.ClusterNotReady as exc:
+            _stop_untouched(node, result, exc, "was not stopped")
     if prepared:
         result["steps"].extend(prepared)
     stopped_at = time.monotonic()
@@ -172,12 +187,18 @@ def _restart(node, wanted, result, watch, rollback):
         with watch.step("rejoin"):
             result["rejoin"] = node.wait_back()
         result["steps"].append("rejoin")
+    except guards.PeerDownError as exc:
+        result["downtime"] = round(time.monotonic() - stopped_at, 3)
+        _stop_for_peer(node, result, exc, backup, watch)
     except Exception as exc:
         result["downtime"] = round(time.monotonic() - stopped_at, 3)
         message = "%s did not come back with the new configuration: %s" % (node.name, _short(exc))
+        result.update(stopped="node not back", touched=True)
         if not rollback:
+            result["cluster"] = node.cluster_state()
             raise ReconfigureError(message + "; rollback disabled, the node is left as it is", result) from exc
         result["rollback"] = _roll_back(node, backup, watch)
+        result["cluster"] = node.cluster_state()
         if result["rollback"]["ok"]:
             message += "; rolled back: previous configuration restored and the node is back (%s)" % (
                 ", ".join(result["rollback"]["steps"])
@@ -188,10 +209,70 @@ def _restart(node, wanted, result, watch, rollback):
                 % (result["rollback"]["error"])
             )
         raise ReconfigureError(message, result) from exc
+    finally:
+        if node.signal_log is not None:
+            result["clients_while_down"] = node.signal_log.report()
     result["downtime"] = round(time.monotonic() - stopped_at, 3)
     warning = node.downtime_warning(result["downtime"])
     if warning:
         result["warnings"].append(warning)
+    if node.signal_log is not None and node.signal_log.too_long():
+        seen = node.signal_log.report()
+        result.update(stopped="client guard", touched=True, cluster=node.cluster_state())
+        raise ReconfigureError(
+            "%s is back on the new configuration, but while it was down the clients saw %s for %.0f s, longer than "
+            "the %.0f s allowed (guard.max_wait_s): the roll stops here"
+            % (node.name, "; ".join(seen["breach"]), seen["longest_above_s"], node.signal_log.policy.max_wait_s),
+            result,
+        )
+
+
+def _stop_untouched(node, result, exc, what):
+    """The cluster is not ready for this node's stop: the roll stops, this node not stopped."""
+    result.update(stopped=exc.kind, touched=False, cluster=node.cluster_state(), guard=exc.report)
+    raise ReconfigureError("%s; %s %s" % (exc, node.name, what), result) from exc
+
+
+def _stop_for_peer(node, result, exc, backup, watch):
+    """Another node went down during this node's step: stop at once. A node that runs is left running on the
+    configuration it started with (never a second restart while a peer is down: that would take a second replica
+    away); one that does not run is started on its previous configuration, since it is down either way."""
+    result.update(stopped="peer down", touched=True, peer_down=exc.peers)
+    if node.is_running():
+        result["left"] = "running on the new configuration"
+        what = "%s is left running on the new configuration (not restarted a second time while a peer is down)" % (
+            node.name
+        )
+    else:
+        started = _start_previous(node, backup, watch)
+        result["left"] = "started on the previous configuration" if started["ok"] else "down: " + started["error"]
+        what = "%s, which was not running, %s" % (
+            node.name,
+            "was started on its previous configuration"
+            if started["ok"]
+            else "could not be started on its previous configuration either (%s)" % started["error"],
+        )
+    result["cluster"] = node.cluster_state()
+    raise ReconfigureError(
+        "%s: the roll stops here; %s. Bring %s back, check the cluster, then run the roll again (nodes already on "
+        "the settings are skipped)" % (exc, what, ", ".join(sorted(exc.peers))),
+        result,
+    ) from exc
+
+
+def _start_previous(node, backup, watch):
+    report = dict(ok=False, steps=[], error=None)
+    try:
+        with watch.step("start_previous"):
+            if backup:
+                node.restore_config(backup)
+                report["steps"].append("restore config")
+            node.start()
+            report["steps"].append("start")
+        report["ok"] = True
+    except Exception as exc:
+        report["error"] = _short(exc)
+    return report
 
 
 def _short(exc, lines=3, limit=900):

@@ -95,10 +95,18 @@ def _start_cassandra(params, watch, actions, cpus=None):
         fast_start=params.get("fast_start", True),
     )
     log_file = os.path.join(params["log_dir"], "stdout.log")
+    # A caller's check run at every poll while the node starts (the roll watches the peers meanwhile); what it
+    # raises ends the wait and leaves the new process running.
+    while_starting = params.get("while_starting") or (lambda: None)
+
+    def answering():
+        while_starting()
+        return process.port_open(params["rpc_address"], params["native_port"])
+
     with watch.step("start"):
         pid = process.spawn(argv, params["pid_file"], log_file, cwd=params["storage_dir"], cpus=cpus)
         process.wait_until(
-            lambda: process.port_open(params["rpc_address"], params["native_port"]),
+            answering,
             params.get("start_timeout") or 240,
             interval=1.0,
             alive_pid=pid,

@@ -5,6 +5,8 @@ answer CQL. Health is what the cluster sees, not what one node says about itself
 
 from __future__ import annotations
 
+import json
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import poll_health
@@ -97,3 +99,135 @@ def summary(healthy, problems, views):
         lines.append("  %s sees %s; %s" % (address, seen or "nothing (nodetool failed)", cql))
     lines.extend("  problem: %s" % problem for problem in problems)
     return lines
+
+
+# ----------------------------------------------------------------------------------------- what a roll watches
+CLIENT_REQUEST_BEANS = "org.apache.cassandra.metrics:type=ClientRequest,*"
+"""The coordinators' client request metrics (one JMX query: `nodetool sjk mxdump -q`)."""
+
+_SCOPES = ("Read", "Write", "RangeSlice")
+_LATENCY_SCOPES = ("Read", "Write")
+_ERRORS = ("Timeouts", "Unavailables", "Failures")
+
+
+def parse_client_requests(text):
+    """{"p99_ms", "ops_per_s", "errors_per_s"} of one coordinator from `sjk mxdump` JSON of CLIENT_REQUEST_BEANS:
+    the worst p99 of reads and writes (the decaying reservoir of the last minutes, microseconds -> ms), requests
+    and errors (timeouts, unavailables, failures) per second over the last minute (the one-minute rates)."""
+    start = text.find("{")
+    if start < 0:
+        raise CassandraServerError("no JSON in the mxdump output: %s" % text.strip()[-200:])
+    beans = json.loads(text[start:]).get("beans") or []
+    p99s, ops, errors = [], 0.0, 0.0
+    for bean in beans:
+        fields = dict(part.split("=", 1) for part in bean.get("name", "").split(":", 1)[-1].split(",") if "=" in part)
+        scope, name = fields.get("scope"), fields.get("name")
+        if scope not in _SCOPES:
+            continue
+        rate = _finite(bean.get("OneMinuteRate"))
+        if name == "Latency":
+            ops += rate
+            if scope in _LATENCY_SCOPES and bean.get("Count"):
+                p99s.append(_finite(bean.get("99thPercentile")) / 1000.0)
+        elif name in _ERRORS:
+            errors += rate
+    return dict(p99_ms=round(max(p99s), 3) if p99s else None, ops_per_s=round(ops, 3), errors_per_s=round(errors, 3))
+
+
+def _finite(value):
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return value if math.isfinite(value) else 0.0
+
+
+def client_signals(params, nodes):
+    """{address: parse_client_requests(...) or {"error": text}} for every node, asked at the same time."""
+
+    def one(node):
+        try:
+            text = run_nodetool(
+                params["cassandra_home"],
+                node.get("jmx_host") or "127.0.0.1",
+                node.get("jmx_port") or 7199,
+                ["sjk", "mxdump", "-q", CLIENT_REQUEST_BEANS],
+                java=params.get("java") or "java",
+                jmx_user=params.get("jmx_user"),
+                jmx_password=params.get("jmx_password"),
+                timeout=60,
+            )
+            return parse_client_requests(text)
+        except (CassandraServerError, ValueError) as exc:
+            return dict(error=str(exc))
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(nodes), MAX_PARALLEL_VIEWS))) as pool:
+        found = list(pool.map(one, nodes))
+    return {node["address"]: signals for node, signals in zip(nodes, found, strict=True)}
+
+
+def down_peers(views, me):
+    """{peer: evidence} of the nodes other than me that are down in this poll: the node itself answers neither
+    nodetool nor CQL, or a node other than me that answers sees it down (D*). me's own view is left out: a node
+    that has just started sees its peers down until gossip has told it otherwise."""
+    down = {}
+    for address, view in views.items():
+        if address == me:
+            continue
+        if "nodetool_error" in view and "cql_error" in view:
+            down[address] = "answers neither JMX nor CQL (%s)" % _first_line(view["nodetool_error"])
+    for observer, view in views.items():
+        if observer == me or "status" not in view:
+            continue
+        for peer, state in view["status"].items():
+            if peer != me and peer != observer and peer in views and state and state.startswith("D"):
+                down.setdefault(peer, "seen %s by %s" % (state, observer))
+    return down
+
+
+def _first_line(text):
+    lines = [line for line in str(text).splitlines() if line.strip()]
+    return (lines[0] if lines else "")[:200]
+
+
+def pending_hints(params, nodes):
+    """{holder: {target address or host id: hint files}} of the hints the nodes hold (system_views.pending_hints),
+    and {holder: error} for the nodes that could not be asked."""
+    held, errors = {}, {}
+    for node in nodes:
+        cluster = None
+        try:
+            conn_params = dict(params)
+            if node.get("native_port"):
+                conn_params["login_port"] = node["native_port"]
+            cluster, session = cql.connect(conn_params, hosts=[node["address"]], only_these_hosts=True)
+            for row in session.execute("SELECT * FROM system_views.pending_hints"):
+                files = int(getattr(row, "files", 0) or 0)
+                if files:
+                    target = str(getattr(row, "address", None) or row.host_id)
+                    held.setdefault(node["address"], {})[target] = files
+        except Exception as exc:  # the driver raises many types; all mean "could not ask"
+            errors[node["address"]] = _first_line(exc)
+        finally:
+            if cluster is not None:
+                cluster.shutdown()
+    return held, errors
+
+
+def node_states(views):
+    """{address: state} of every node of the views: "UN" when every other node that answers sees it UN and it
+    answers itself; else what is wrong ("DN as seen by 127.0.0.3", "answers neither JMX nor CQL")."""
+    states = {}
+    for address, view in views.items():
+        seen = {
+            observer: other["status"].get(address) or "absent"
+            for observer, other in views.items()
+            if observer != address and "status" in other
+        }
+        odd = sorted("%s as seen by %s" % (state, observer) for observer, state in seen.items() if state != "UN")
+        if "nodetool_error" in view and "cql_error" in view:
+            odd.insert(0, "answers neither JMX nor CQL")
+        elif "cql_error" in view:
+            odd.insert(0, "CQL not answering")
+        states[address] = "UN" if not odd else "; ".join(odd)
+    return states

@@ -590,3 +590,38 @@ def raw_command_bytes(conn, *args):
         return connection.read_response(disable_decoding=True)
     finally:
         conn.connection_pool.release(connection)
+
+
+# ----------------------------------------------------------------------------------------- what a roll watches
+REDIRECTIONS = ("errorstat_MOVED", "errorstat_ASK")
+"""Error replies that are a cluster client's routine (a slot moved, or a failover happened), not a failure."""
+
+
+def client_counters(conn):
+    """The node's running totals the client signals come from: commands and their microseconds (INFO
+    commandstats), error replies other than redirections (INFO errorstats) and refused connections (INFO stats)."""
+    commands = conn.info("commandstats")
+    errors = conn.info("errorstats")
+    stats = conn.info("stats")
+    return dict(
+        at=time.monotonic(),
+        calls=sum(int(v.get("calls", 0)) for v in commands.values() if isinstance(v, dict)),
+        usec=sum(int(v.get("usec", 0)) for v in commands.values() if isinstance(v, dict)),
+        errors=sum(int(v.get("count", 0)) for k, v in errors.items() if isinstance(v, dict) and k not in REDIRECTIONS)
+        + int(stats.get("rejected_connections", 0)),
+    )
+
+
+def signals_between(before, after):
+    """{"p99_ms", "ops_per_s", "errors_per_s"} of one node between two client_counters, or None when its totals
+    fell (it restarted in between). Redis keeps no recent percentile: p99_ms is the mean time per command over the
+    interval, never above the p99, so a threshold it breaks the p99 breaks too."""
+    seconds = after["at"] - before["at"]
+    calls, usec, errors = (after[k] - before[k] for k in ("calls", "usec", "errors"))
+    if seconds <= 0 or calls < 0 or usec < 0 or errors < 0:
+        return None
+    return dict(
+        p99_ms=round(usec / calls / 1000.0, 3) if calls else None,
+        ops_per_s=round(calls / seconds, 3),
+        errors_per_s=round(errors / seconds, 3),
+    )

@@ -225,3 +225,42 @@ def test_controller_pid_walks_up_to_the_outermost_ansible_process(monkeypatch):
 def test_controller_pid_reads_proc():
     # This test process is no Ansible run.
     assert lock_mod.controller_pid() is None or lock_mod.pid_alive(lock_mod.controller_pid())
+
+
+def test_a_stopped_roll_keeps_its_lock_until_released_with_force(tmp_path, clock):
+    dead = _dead_pid()
+    holder = lock_for(tmp_path, pid=dead)
+    holder.acquire(run_id="r1")
+    stopped = {
+        "node": "cassandra1",
+        "reason": "127.0.0.2 went down while 127.0.0.1:9042 was coming back",
+        "nodes": {"cassandra2": {"address": "127.0.0.2", "seen": "DN as seen by 127.0.0.3", "step": "not reached"}},
+        "continue": "bring 127.0.0.2 back, then release with force=true and run the roll again",
+    }
+    with pytest.raises(LockError, match="stopped: give a mapping"):
+        holder.mark_stopped(run_id="r1", stopped={"node": "x"})
+    with pytest.raises(LockError, match="run_id: only the holder marks its roll stopped"):
+        holder.mark_stopped(run_id="other", stopped=stopped)
+    result = holder.mark_stopped(run_id="r1", stopped=stopped)
+    assert result["lock"]["stopped"]["at"] == "2026-05-09T09:00:00Z"
+    on_disk = json.loads((tmp_path / "locks" / "lab.lock").read_text())
+    assert on_disk["stopped"]["nodes"]["cassandra2"]["seen"].startswith("DN")
+    # Its process is gone and its time is up: still held, the next roll is told why and how to go on.
+    clock["t"] = T0 + datetime.timedelta(days=2)
+    other = lock_for(tmp_path, owner="bob@ctl:200", pid=None)
+    with pytest.raises(LockError) as info:
+        other.acquire(run_id="r2")
+    message = str(info.value)
+    assert "stopped at cassandra1" in message and "127.0.0.2 went down" in message
+    assert "To continue: bring 127.0.0.2 back" in message
+    assert other.release(run_id="r2", force=True)["released"]["stopped"]["node"] == "cassandra1"
+    assert other.acquire(run_id="r2")["changed"]
+
+
+def test_marking_stopped_in_check_mode_writes_nothing(tmp_path, clock):
+    holder = lock_for(tmp_path)
+    holder.acquire(run_id="r1")
+    before = (tmp_path / "locks" / "lab.lock").read_text()
+    result = holder.mark_stopped(run_id="r1", stopped={"reason": "x"}, check_mode=True)
+    assert result["lock"]["stopped"]["reason"] == "x"
+    assert (tmp_path / "locks" / "lab.lock").read_text() == before

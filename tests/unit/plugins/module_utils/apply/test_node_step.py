@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import guards
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import node_step as rc
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
@@ -41,6 +42,22 @@ class FakeNode:
         self.tuned = None
         self.running = True
         self.pending = {}
+        self.guard = guards.GuardPolicy()
+        self.signal_log = None
+        self.not_ready = None
+        self.peer_down_on_rejoin = None
+
+    def check_before_stop(self):
+        self.events.append("check")
+        if self.not_ready:
+            raise guards.ClusterNotReady(self.not_ready, {"seen": "fake"})
+        return {"nodes": "ok"}
+
+    def is_running(self):
+        return self.running
+
+    def cluster_state(self):
+        return {"127.0.0.9": "UN" if self.running else "down", "127.0.0.8": "DN as seen by 127.0.0.7"}
 
     def read_current(self, names):
         self.events.append("read")
@@ -89,6 +106,8 @@ class FakeNode:
 
     def wait_back(self):
         self.events.append("rejoin")
+        if self.peer_down_on_rejoin:
+            raise guards.PeerDownError(self.peer_down_on_rejoin, "while %s was coming back" % self.name)
         return {"un_after": 1.0}
 
     def downtime_warning(self, seconds):
@@ -121,15 +140,15 @@ def test_check_mode_reports_the_same_change_and_touches_nothing():
     node = FakeNode()
     result = rc.reconfigure(node, FakeCatalog(), {"memtable_heap_space": 256}, check_mode=True)
     assert result["changed"] and result["restart_required"]
-    assert result["steps"][:3] == ["prepare", "stop", "write config"]
+    assert result["steps"][:4] == ["check cluster", "prepare", "stop", "write config"]
     assert node.events == ["read"] and node.live["memtable_heap_space"] == 128
 
 
 def test_restart_change_goes_through_every_step():
     node = FakeNode()
     result = rc.reconfigure(node, FakeCatalog(), {"memtable_heap_space": 256})
-    assert node.events == ["read", "prepare", "stop", "write", "start", "rejoin", "read"]
-    assert result["steps"] == ["stop", "write config", "start", "rejoin", "verify"]
+    assert node.events == ["read", "check", "prepare", "stop", "write", "start", "rejoin", "read"]
+    assert result["steps"] == ["check cluster", "stop", "write config", "start", "rejoin", "verify"]
     assert result["downtime"] >= 0 and set(result["timings"]) >= {"stop", "start", "rejoin", "verify"}
 
 
@@ -144,9 +163,9 @@ def test_forced_restart_restarts_a_node_with_nothing_to_change():
     node = FakeNode()
     planned = rc.reconfigure(node, FakeCatalog(), {"concurrent_compactors": 2}, force_restart=True, check_mode=True)
     assert planned["changed"] and planned["restart_forced"] and not planned["restart_required"]
-    assert planned["steps"][:3] == ["prepare", "stop", "write config"] and node.events == ["read"]
+    assert planned["steps"][:4] == ["check cluster", "prepare", "stop", "write config"] and node.events == ["read"]
     result = rc.reconfigure(node, FakeCatalog(), {"concurrent_compactors": 2}, force_restart=True)
-    assert node.events[1:] == ["read", "prepare", "stop", "write", "start", "rejoin", "read"]
+    assert node.events[1:] == ["read", "check", "prepare", "stop", "write", "start", "rejoin", "read"]
     assert result["changed"] and result["downtime"] >= 0
 
 
@@ -205,3 +224,65 @@ def test_file_only_difference_is_written_without_restart():
     result = rc.reconfigure(node, FakeCatalog(), {"concurrent_compactors": 2})
     assert result["changed"] and not result["restart_required"]
     assert "stop" not in node.events and "persist" in node.events
+
+
+def test_a_cluster_not_ready_stops_the_roll_before_the_node_is_touched():
+    node = FakeNode()
+    node.not_ready = "before stopping 127.0.0.9:9042: the cluster is not whole: 127.0.0.7 sees 127.0.0.8 as DN"
+    with pytest.raises(rc.ReconfigureError) as info:
+        rc.reconfigure(node, FakeCatalog(), {"memtable_heap_space": 256})
+    message = str(info.value)
+    assert "127.0.0.8 as DN" in message and "127.0.0.9:9042 was not touched" in message
+    assert node.events == ["read", "check"] and node.live["memtable_heap_space"] == 128
+    result = info.value.result
+    assert result["stopped"] == "cluster not ready" and result["touched"] is False
+    assert result["cluster"]["127.0.0.8"].startswith("DN")
+
+
+def test_a_peer_down_during_the_rejoin_leaves_the_running_node_alone():
+    node = FakeNode()
+    node.peer_down_on_rejoin = {"127.0.0.8": "answers neither JMX nor CQL"}
+    with pytest.raises(rc.ReconfigureError) as info:
+        rc.reconfigure(node, FakeCatalog(), {"memtable_heap_space": 256})
+    message = str(info.value)
+    assert "127.0.0.8 went down while 127.0.0.9:9042 was coming back" in message
+    assert "left running on the new configuration" in message and "Bring 127.0.0.8 back" in message
+    # One stop and one start: never a second restart, no rollback while a peer is down.
+    assert node.events.count("stop") == 1 and node.events.count("start") == 1 and "restore" not in node.events
+    result = info.value.result
+    assert result["stopped"] == "peer down" and result["peer_down"] == node.peer_down_on_rejoin
+    assert "rollback" not in result and result["left"] == "running on the new configuration"
+
+
+def test_a_peer_down_while_the_node_is_not_running_starts_it_on_its_previous_configuration():
+    class Dead(FakeNode):
+        def start(self):
+            super().start()
+            self.running = self.events.count("start") > 1  # the new configuration does not run
+
+    node = Dead()
+    node.peer_down_on_rejoin = {"127.0.0.8": "seen DN by 127.0.0.7"}
+    with pytest.raises(rc.ReconfigureError, match="was started on its previous configuration") as info:
+        rc.reconfigure(node, FakeCatalog(), {"memtable_heap_space": 256})
+    assert node.events[-2:] == ["restore", "start"] and node.events.count("stop") == 1
+    assert info.value.result["left"] == "started on the previous configuration"
+
+
+def test_clients_above_the_thresholds_while_the_node_was_down_stop_the_roll_after_it_is_back():
+    clock = iter(range(0, 1000, 100))
+
+    class Slow(FakeNode):
+        def wait_back(self):
+            self.signal_log = guards.SignalLog(
+                guards.GuardPolicy(p99_ms=10.0, max_wait_s=150.0), clock=lambda: next(clock)
+            )
+            for _ in range(3):
+                self.signal_log.add({"p99_ms": 80.0, "error_rate": 0.0})
+            return super().wait_back()
+
+    node = Slow()
+    with pytest.raises(rc.ReconfigureError, match="p99 latency 80.0 ms above 10.0 ms for 200 s") as info:
+        rc.reconfigure(node, FakeCatalog(), {"memtable_heap_space": 256})
+    result = info.value.result
+    assert result["stopped"] == "client guard" and "rollback" not in result
+    assert result["clients_while_down"]["worst_p99_ms"] == 80.0 and node.live["memtable_heap_space"] == 256
