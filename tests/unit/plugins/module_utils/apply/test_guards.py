@@ -162,7 +162,7 @@ def test_signal_log_measures_the_longest_stretch_above():
         clock.sleep(10.0)
     report = log.report()
     assert report["worst_p99_ms"] == 30.0 and report["longest_above_s"] == 10.0 and not log.too_long()
-    for _ in range(3):
+    for _step in range(3):
         log.add({"p99_ms": 20.0, "error_rate": 0.0})
         clock.sleep(10.0)
     assert log.too_long() and log.report()["breach"] == ["p99 latency 20.0 ms above 10.0 ms"]

@@ -276,7 +276,7 @@ def test_clients_above_the_thresholds_while_the_node_was_down_stop_the_roll_afte
             self.signal_log = guards.SignalLog(
                 guards.GuardPolicy(p99_ms=10.0, max_wait_s=150.0), clock=lambda: next(clock)
             )
-            for _ in range(3):
+            for _sample in range(3):
                 self.signal_log.add({"p99_ms": 80.0, "error_rate": 0.0})
             return super().wait_back()
 
