@@ -26,18 +26,21 @@ class GuardError(ApplyError, ValueError):
     """A guard setting is out of range (names the field and the allowed values)."""
 
 
-class ClusterNotReady(RuntimeError):
+class ClusterNotReady(ApplyError):
     """The cluster is not ready for the next stop; nothing was stopped. kind: "cluster not ready" (a node down or
     not answering, hints pending), "client guard" (client signals above the thresholds for too long) or "failover"
-    (a Redis master with no replica in sync, or its replica lost during the failover); report: what was seen."""
+    (a Redis master with no replica in sync, or its replica lost during the failover); seen: what was seen."""
 
-    def __init__(self, message, report=None, kind="cluster not ready"):
+    def __init__(self, message, seen=None, kind="cluster not ready"):
         super().__init__(message)
-        self.report = report or {}
+        self.seen = seen or {}
         self.kind = kind
 
+    def report(self):
+        return dict(self.seen, stopped=self.kind)
 
-class PeerDownError(RuntimeError):
+
+class PeerDownError(ApplyError):
     """Another node than the one being changed went down during its step. peers: {address: evidence}."""
 
     def __init__(self, peers, during):

@@ -229,7 +229,7 @@ def _restart(node, wanted, result, watch, rollback):
 
 def _stop_untouched(node, result, exc, what):
     """The cluster is not ready for this node's stop: the roll stops, this node not stopped."""
-    result.update(stopped=exc.kind, touched=False, cluster=node.cluster_state(), guard=exc.report)
+    result.update(stopped=exc.kind, touched=False, cluster=node.cluster_state(), guard=exc.seen)
     raise ReconfigureError("%s; %s %s" % (exc, node.name, what), result) from exc
 
 

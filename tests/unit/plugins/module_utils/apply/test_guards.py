@@ -76,7 +76,7 @@ def test_wait_calm_stops_when_the_signals_stay_above_for_too_long():
         )
     message = str(info.value)
     assert message.startswith("before stopping n1: client error rate 5.00 % above 1.00 % for 30 s")
-    assert "guard.max_wait_s" in message and info.value.report["signals"]["error_rate"] == 0.05
+    assert "guard.max_wait_s" in message and info.value.seen["signals"]["error_rate"] == 0.05
 
 
 def test_wait_calm_without_thresholds_reads_nothing():
