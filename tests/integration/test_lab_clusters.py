@@ -572,7 +572,7 @@ def test_aggressive_restart_of_the_single_cassandra_node(clusters):
         "test-cassandra1",
     )
     assert step["restart_required"] and step["downtime"] > 0
-    assert step["steps"] == ["stop", "write config", "start", "rejoin", "verify"]
+    assert step["steps"] == ["check cluster", "stop", "write config", "start", "rejoin", "verify"]
     assert _cassandra_setting("memtable_flush_writers") == str(wanted)
     again = run_playbook(ROLLING, INVENTORY, extra)
     assert again.returncode == 0 and again.changed() == 0, again.stats
