@@ -146,8 +146,8 @@ options:
       - C(p99_ms) (default V(500)) - the worst p99 latency of reads and writes the clients may see (Cassandra the
         coordinators' ClientRequest latency; Redis the mean time per command); V(null) for no limit.
       - C(error_rate) (default V(0.01)) - the share of client requests that may fail (Cassandra timeouts,
-        unavailables and failures; Redis error replies other than MOVED and ASK, and refused connections);
-        V(null) for no limit.
+        unavailables and failures; Redis failed or rejected calls less MOVED and ASK redirections, and refused
+        connections); V(null) for no limit.
       - C(max_wait_s) (default V(300)) - how long the signals may stay above the thresholds (and hints stay
         pending) before the roll stops.
       - C(interval_s) (default V(5)) - seconds between two reads of the signals.

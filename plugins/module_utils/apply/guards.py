@@ -62,11 +62,11 @@ class GuardPolicy:
     p99_ms: the worst p99 latency of reads and writes the clients may see (Cassandra: the coordinators' ClientRequest
     latency; Redis: the mean time per command, which Redis keeps instead of recent percentiles), None for no limit;
     error_rate: the share of client requests that may fail (Cassandra: timeouts, unavailables and failures; Redis:
-    error replies other than MOVED/ASK redirections and rejected connections), None for no limit; max_wait_s: how long
-    the signals may stay above before the roll stops; interval_s: seconds between two reads of the signals;
-    peer_down_polls: polls in a row that must see a peer down before the step stops for it; min_ops_per_s: the
-    requests per second below which a node's p99 (and the cluster's error rate) is not judged - a percentile of a
-    handful of requests, such as the first ones after a restart, is no client signal."""
+    failed or rejected calls less MOVED/ASK redirections, and refused connections), None for no limit;
+    max_wait_s: how long the signals may stay above before the roll stops; interval_s: seconds between two reads
+    of the signals; peer_down_polls: polls in a row that must see a peer down before the step stops for it;
+    min_ops_per_s: the requests per second below which a node's p99 (and the cluster's error rate) is not judged -
+    a percentile of a handful of requests, such as the first ones after a restart, is no client signal."""
 
     p99_ms: float | None = 500.0
     error_rate: float | None = 0.01

@@ -115,18 +115,18 @@ class RedisNode(BaseNode):
             raise guards.ClusterNotReady(
                 "before stopping %s: the cluster is not whole: %s" % (self.name, "; ".join(problems)), dict(views=views)
             )
-        before = {}
+        before, conns = {}, {}
 
         def read():
             now, per_node = {}, {}
             for address in nodes:
-                conn = self._client(address)
                 try:
+                    # One connection per node for the whole wait: a new one per read would be traffic of its own.
+                    conn = conns.get(address) or conns.setdefault(address, self._client(address))
                     now[address] = redis_adapter.client_counters(conn)
                 except redis_adapter.RedisError as exc:
                     per_node[address] = dict(error=str(exc))
-                finally:
-                    conn.close()
+                    conns.pop(address, None)
             known = bool(before)
             for address, counters in now.items():
                 between = redis_adapter.signals_between(before[address], counters) if address in before else None
@@ -135,7 +135,11 @@ class RedisNode(BaseNode):
             before.update(now)
             return guards.combine(per_node, self.guard.min_ops_per_s) if known else None
 
-        clients = guards.wait_calm(read, self.guard, "stopping %s" % self.name)
+        try:
+            clients = guards.wait_calm(read, self.guard, "stopping %s" % self.name)
+        finally:
+            for conn in conns.values():
+                conn.close()
         return dict(nodes="every node cluster_state ok, every replica link up", clients=clients)
 
     def prepare_restart(self):

@@ -598,17 +598,22 @@ REDIRECTIONS = ("errorstat_MOVED", "errorstat_ASK")
 
 
 def client_counters(conn):
-    """The node's running totals the client signals come from: commands and their microseconds (INFO
-    commandstats), error replies other than redirections (INFO errorstats) and refused connections (INFO stats)."""
+    """The node's running totals the client signals come from: commands and their microseconds, and the calls that
+    failed or were rejected (INFO commandstats) less the MOVED/ASK redirections among them (INFO errorstats: a
+    cluster client's routine), plus refused connections (INFO stats). Error replies to commands the server does not
+    know (such as a newer client's CLIENT SETINFO on every connection to Redis 7.0) are in no command's stats, and
+    do not count: they say nothing of the service."""
     commands = conn.info("commandstats")
     errors = conn.info("errorstats")
     stats = conn.info("stats")
+    per_command = [v for v in commands.values() if isinstance(v, dict)]
+    failed = sum(int(v.get("failed_calls", 0)) + int(v.get("rejected_calls", 0)) for v in per_command)
+    redirected = sum(int(errors.get(k, {}).get("count", 0)) for k in REDIRECTIONS if isinstance(errors.get(k), dict))
     return dict(
         at=time.monotonic(),
-        calls=sum(int(v.get("calls", 0)) for v in commands.values() if isinstance(v, dict)),
-        usec=sum(int(v.get("usec", 0)) for v in commands.values() if isinstance(v, dict)),
-        errors=sum(int(v.get("count", 0)) for k, v in errors.items() if isinstance(v, dict) and k not in REDIRECTIONS)
-        + int(stats.get("rejected_connections", 0)),
+        calls=sum(int(v.get("calls", 0)) for v in per_command),
+        usec=sum(int(v.get("usec", 0)) for v in per_command),
+        errors=max(0, failed - redirected) + int(stats.get("rejected_connections", 0)),
     )
 
 
