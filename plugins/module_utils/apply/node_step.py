@@ -244,7 +244,8 @@ def _stop_for_peer(node, result, exc, backup, watch):
             node.name
         )
     else:
-        started = _start_previous(node, backup, watch)
+        # Not running: no stop (nothing to stop), no wait on the peer that is down.
+        started = _roll_back(node, backup, watch, stop=False, wait=False, step="start_previous")
         result["left"] = "started on the previous configuration" if started["ok"] else "down: " + started["error"]
         what = "%s, which was not running, %s" % (
             node.name,
@@ -260,21 +261,6 @@ def _stop_for_peer(node, result, exc, backup, watch):
     ) from exc
 
 
-def _start_previous(node, backup, watch):
-    report = dict(ok=False, steps=[], error=None)
-    try:
-        with watch.step("start_previous"):
-            if backup:
-                node.restore_config(backup)
-                report["steps"].append("restore config")
-            node.start()
-            report["steps"].append("start")
-        report["ok"] = True
-    except Exception as exc:
-        report["error"] = _short(exc)
-    return report
-
-
 def _short(exc, lines=3, limit=900):
     """The first line of an error and the last few of what follows (e.g. the log tail a start failure carries)."""
     text = str(exc).strip().splitlines() or [""]
@@ -283,19 +269,23 @@ def _short(exc, lines=3, limit=900):
     return joined if len(joined) <= limit else joined[: limit - 3] + "..."
 
 
-def _roll_back(node, backup, watch):
+def _roll_back(node, backup, watch, stop=True, wait=True, step="rollback"):
+    """Put the node back on its previous configuration: stop it (stop), restore the file, start it, and wait until
+    the cluster sees it back (wait). Returns {ok, steps, error}; never raises."""
     report = dict(ok=False, steps=[], error=None)
     try:
-        with watch.step("rollback"):
-            node.stop(force=True)
-            report["steps"].append("stop")
+        with watch.step(step):
+            if stop:
+                node.stop(force=True)
+                report["steps"].append("stop")
             if backup:
                 node.restore_config(backup)
                 report["steps"].append("restore config")
             node.start()
             report["steps"].append("start")
-            node.wait_back()
-            report["steps"].append("rejoin")
+            if wait:
+                node.wait_back()
+                report["steps"].append("rejoin")
         report["ok"] = True
     except Exception as exc:
         report["error"] = _short(exc)
