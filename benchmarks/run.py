@@ -244,6 +244,25 @@ EXPERIMENTS = (
         outputs=False,
         site="bench",
     ),
+    Experiment(
+        "knob_effects",
+        "knob_effects.py",
+        "Knob effects on the node shape of a real one, with the A/A noise floor (ABBA windows on a warm node)",
+        "issue: a lab where tuning matters",
+        # The data set (4M rows) is written once (about 3 min for the two tables) and linked in; then per workload
+        # a 3 min warm-up, the A/A design (6 windows of 60 s) and 6 windows of 30 s per knob: about 35 min a workload.
+        full=(
+            "--workloads",
+            "b,a,upload",
+            "--knobs",
+            "key_cache_size,concurrent_reads,concurrent_writes,compaction_throughput,memtable,read_ahead_kb,"
+            "compression_chunk_kb",
+            "--warmup-s",
+            "180",
+        ),
+        needs=BENCH_NODE,
+        site="bench",
+    ),
     # Last: the longest, and its races and rounds start from scratch in the results folder.
     Experiment(
         "tuning_gain",

@@ -139,10 +139,11 @@ def main():
     parser.add_argument("--workloads", nargs="+", default=["a", "e"])
     parser.add_argument(
         "--space",
-        choices=["full", "live"],
+        choices=["full", "live", "shaped"],
         default="full",
         help="full: the training design, a restart and a cold load per run; live: the live parameters on one warm "
-        "JVM and the rows in place (default full)",
+        "JVM and the rows in place; shaped: the live parameters of tactician_shaped_design on the node shape of a "
+        "real one, its data set of 4M rows in place (docs/lab.md) (default full)",
     )
     parser.add_argument("--budget-s", type=float, help="race budget in seconds of runs (default 3600, short 600)")
     parser.add_argument("--rounds", type=int, help="side-by-side rounds (default 10, short 3)")
@@ -183,16 +184,32 @@ def main():
         playbook_vars.update(tactician_race_run_s=args.run_s, tactician_compare_run_s=args.run_s)
     if args.warmup_s:
         playbook_vars.update(tactician_race_warmup_s=args.warmup_s, tactician_compare_warmup_s=args.warmup_s)
-    live = args.space == "live"
+    live = args.space in ("live", "shaped")
+    if args.space == "shaped":
+        import _shape
+
+        _shape.ensure_loaded()
+        print("node shape: %s" % _shape.describe(), flush=True)
+        playbook_vars.update(
+            tactician_race="{{ tactician_shaped_design }}",
+            tactician_race_keyspace=_shape.KEYSPACE,
+            tactician_compare_keyspace=_shape.KEYSPACE,
+            tactician_race_records=_shape.RECORDS,
+            tactician_compare_records=_shape.RECORDS,
+            tactician_race_threads=64,
+            tactician_compare_threads=64,
+            tactician_race_load_rows=False,
+            tactician_compare_load_rows=False,
+        )
     if live:
         playbook_vars.update(
-            tactician_race="{{ tactician_live_design }}",
+            tactician_race=playbook_vars.get("tactician_race", "{{ tactician_live_design }}"),
             tactician_race_restart=False,
             tactician_race_reload=False,
             tactician_compare_restart=False,
             tactician_compare_reload=False,
         )
-    suffix = ("-live" if live else "") + ("-short" if args.short else "")
+    suffix = ("-" + args.space if live else "") + ("-short" if args.short else "")
     budget = args.budget_s or (600.0 if args.short else 3600.0)
     rounds = args.rounds or (3 if args.short else 10)
     started = time.time()
@@ -241,7 +258,8 @@ def main():
         pending, result = finished.ask(history)
         assert not pending, "the race of %s did not finish" % workload
         default = finished.default_config()
-        configs = {"default": {}, "raced": result["best"]["config"]}
+        # "default again": the default against itself in the same rounds, the A/A noise floor of the comparison.
+        configs = {"default": {}, "default again": {}, "raced": result["best"]["config"]}
         times = "race %.0f s (%d runs)" % (race_s, result["evaluations"])
         if args.surrogate == "budget":
             # The same budget: as many runs of the same kind as the race had, on a design of the surrogate's own.

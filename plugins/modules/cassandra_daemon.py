@@ -90,6 +90,20 @@ options:
       - Set when the node starts; a running node on other CPUs is moved onto these live (every thread), without a
         restart. Unset, the node runs wherever the operating system puts it.
     type: str
+  memory_limit:
+    description:
+      - The node's memory, as a real machine's: a memory control group (cgroup v1 C(memory), or v2) with this
+        limit, for example C(2G) or C(1536M). It caps the JVM and the page cache the node's file reads use, so a
+        node whose data is larger than the limit reads from the disk. Cover the heap and about 0.5-1 GiB of
+        off-heap memory; what is left is the node's page cache.
+      - Set when the node starts; a running node is moved into the group, and its limit changed, live. The group
+        is removed when the node stops. Needs root. Unset, the node runs without a memory group.
+    type: str
+  memory_group:
+    description:
+      - Name of the node's memory group (under C(tactician/) in the memory hierarchy). Default
+        C(cassandra-<rpc_address>-<native_port>).
+    type: str
   fast_start:
     description:
       - Shorten the ring delay and gossip settling for a one-machine lab (C(-Dcassandra.ring_delay_ms=5000),
@@ -171,6 +185,14 @@ timings:
   returned: always
   type: dict
   sample: {drain: 2.41, stop: 3.02, start: 38.7}
+memory:
+  description:
+    - The node's memory group when O(memory_limit) is set - its path, cgroup version, limit, usage, page cache and
+      anonymous memory in bytes, and (cgroup v1) failcnt, the times the limit was reached.
+  returned: when O(memory_limit) is set
+  type: dict
+  sample: {group: /sys/fs/cgroup/memory/tactician/cassandra-127.0.0.31-9042, version: 1, limit: 2147483648,
+           usage: 2140000000, cache: 680000000, anon: 1430000000, failcnt: 4512}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -203,6 +225,8 @@ def main():
             jvm_options=dict(type="list", elements="str", default=[]),
             fast_start=dict(type="bool", default=True),
             cpus=dict(type="str"),
+            memory_limit=dict(type="str"),
+            memory_group=dict(type="str"),
             drain=dict(type="bool", default=True),
             force=dict(type="bool", default=False),
             start_timeout=dict(type="int", default=240),

@@ -9,7 +9,7 @@ import os
 import pytest
 from ansible_run import ROOT, run_playbook
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import process
+from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups, process
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 
 pytestmark = pytest.mark.integration
@@ -19,6 +19,7 @@ LAB_DIR = os.path.join(ROOT, ".lab", "test")
 CASSANDRA_HOME = os.path.join(ROOT, ".lab", "cassandra-5.0.9")
 PLAYBOOKS = os.path.join(ROOT, "tests", "integration", "playbooks")
 REDIS_NODES = ["127.0.0.1:%d" % port for port in range(6391, 6397)]
+MEMORY_GROUP = "cassandra-127.0.0.11-9042"
 CASSANDRA_LOGIN = dict(login_hosts=["127.0.0.11"], login_user="cassandra", login_password="cassandra")
 
 
@@ -47,6 +48,7 @@ def clusters():
         down = run_playbook("playbooks/lab_down.yml", INVENTORY)
         assert down.returncode == 0, down.stderr + str(down.data)[-4000:]
         assert _running() == [], "processes left running after lab_down: %s" % _running()
+        assert not cgroups.MemoryGroup(MEMORY_GROUP).exists(), "the node's memory group is left after lab_down"
 
 
 def test_lab_up_reports_healthy_clusters(clusters):
@@ -58,6 +60,17 @@ def test_lab_up_reports_healthy_clusters(clusters):
     roles = sorted(view["role"] for view in redis["views"].values())
     assert roles == ["master"] * 3 + ["slave"] * 3
     assert all(view["cluster_state"] == "ok" for view in redis["views"].values())
+
+
+def test_cassandra_node_runs_in_its_memory_group(clusters):
+    pid = process.read_pid(os.path.join(LAB_DIR, "cassandra", "test-cassandra1", "cassandra.pid"))
+    group = cgroups.MemoryGroup(MEMORY_GROUP)
+    stats = group.stats()
+    assert pid in group.pids()
+    assert stats["limit"] == 1536 << 20
+    # The JVM and its page cache are charged to the group, and stay under its limit.
+    assert 0 < stats["usage"] <= stats["limit"]
+    assert stats["anon"] > 256 << 20
 
 
 def test_lab_up_again_changes_nothing(clusters):

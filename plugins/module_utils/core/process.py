@@ -187,9 +187,10 @@ def pin(pid, cpus):
     return changed
 
 
-def spawn(argv, pid_file, log_file, cwd=None, env=None, cpus=None):
+def spawn(argv, pid_file, log_file, cwd=None, env=None, cpus=None, memory_group=None):
     """Start argv detached from the caller (own session, stdin from /dev/null, output to log_file), on cpus when
-    given (a CPU set; every thread it starts inherits it).
+    given (a CPU set; every thread it starts inherits it), and inside memory_group when given (a made
+    cgroups.MemoryGroup, joined before exec: no page the server touches is charged elsewhere).
 
     Returns the PID, which is also written to pid_file.
     """
@@ -199,6 +200,15 @@ def spawn(argv, pid_file, log_file, cwd=None, env=None, cpus=None):
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
+    procs_file = os.path.join(memory_group.path, "cgroup.procs") if memory_group is not None else None
+
+    def before_exec():
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        if procs_file:
+            with open(procs_file, "w") as handle:
+                handle.write(str(os.getpid()))
+
     with open(log_file, "ab") as log, open(os.devnull, "rb") as devnull:
         try:
             proc = subprocess.Popen(
@@ -210,7 +220,7 @@ def spawn(argv, pid_file, log_file, cwd=None, env=None, cpus=None):
                 stderr=subprocess.STDOUT,
                 close_fds=True,
                 start_new_session=True,
-                preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+                preexec_fn=before_exec if (cpus or procs_file) else None,
             )
         except OSError as exc:
             raise ProcessError("cannot start %s: %s" % (argv[0], exc)) from exc

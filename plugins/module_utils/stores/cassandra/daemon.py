@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import process
+from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups, process
 from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import Stopwatch
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import (
     CassandraServerError,
@@ -32,16 +32,25 @@ def cassandra_daemon(params, check_mode=False):
     warnings = []
     state = wanted_state(params, pid, [params["config_file"], params["logback_file"]])
     cpus = process.parse_cpus(params.get("cpus"))
+    limit = cgroups.parse_size(params.get("memory_limit"))
+    group = memory_group(params) if limit else None
     if state == "started" and pid:
-        # A running node is moved onto its CPUs live (every thread), no restart.
+        # A running node is moved onto its CPUs and into its memory group live (every thread), no restart.
         if cpus and process.off_cpus(pid, cpus):
             if not check_mode:
                 process.pin(pid, cpus)
-            return daemon_result(True, pid, ["pin to CPUs %s" % process.format_cpus(cpus)], watch)
-        return daemon_result(False, pid, actions, watch)
+            actions.append("pin to CPUs %s" % process.format_cpus(cpus))
+        if group and (group.limit() != limit or pid not in group.pids()):
+            if not check_mode:
+                group.ensure(limit)
+                group.join(pid)
+            actions.append("memory limit %s" % cgroups.format_size(limit))
+        return _result(bool(actions), pid, actions, watch, warnings, group)
     if state == "stopped" and not pid:
         process.remove_pid_file(params["pid_file"])
-        return daemon_result(False, None, actions, watch)
+        if not check_mode:
+            _remove_group(params, actions)
+        return daemon_result(bool(actions), None, actions, watch)
     if check_mode:
         planned = (["drain", "stop"] if pid else []) + (["start"] if state != "stopped" else [])
         return daemon_result(True, pid, planned, watch)
@@ -49,8 +58,36 @@ def cassandra_daemon(params, check_mode=False):
         _stop_cassandra(params, pid, watch, actions, warnings)
         pid = None
     if state in ("started", "restarted"):
-        pid = _start_cassandra(params, watch, actions, cpus)
-    return daemon_result(True, pid, actions, watch, warnings)
+        if group:
+            group.ensure(limit)
+        elif limit is None:
+            _remove_group(params, actions)
+        pid = _start_cassandra(params, watch, actions, cpus, group)
+    else:
+        _remove_group(params, actions)
+    return _result(True, pid, actions, watch, warnings, group)
+
+
+def memory_group(params):
+    """The node's memory control group (named by memory_group, else after its CQL address and port)."""
+    name = params.get("memory_group") or "cassandra-%s-%s" % (params["rpc_address"], params["native_port"])
+    return cgroups.MemoryGroup(name)
+
+
+def _remove_group(params, actions):
+    """Remove the node's memory group when one was left (the node stopped, or runs without a limit now)."""
+    if cgroups.version() is None:
+        return
+    group = memory_group(params)
+    if group.exists() and group.remove():
+        actions.append("remove memory group")
+
+
+def _result(changed, pid, actions, watch, warnings, group):
+    result = daemon_result(changed, pid, actions, watch, warnings)
+    if group is not None:
+        result["memory"] = group.stats()
+    return result
 
 
 def _stop_cassandra(params, pid, watch, actions, warnings):
@@ -79,7 +116,7 @@ def _stop_cassandra(params, pid, watch, actions, warnings):
     process.remove_pid_file(digest_file(params["pid_file"]))
 
 
-def _start_cassandra(params, watch, actions, cpus=None):
+def _start_cassandra(params, watch, actions, cpus=None, group=None):
     for key in ("storage_dir", "log_dir"):
         os.makedirs(params[key], exist_ok=True)
     argv = server_argv(
@@ -104,7 +141,9 @@ def _start_cassandra(params, watch, actions, cpus=None):
         return process.port_open(params["rpc_address"], params["native_port"])
 
     with watch.step("start"):
-        pid = process.spawn(argv, params["pid_file"], log_file, cwd=params["storage_dir"], cpus=cpus)
+        pid = process.spawn(
+            argv, params["pid_file"], log_file, cwd=params["storage_dir"], cpus=cpus, memory_group=group
+        )
         process.wait_until(
             answering,
             params.get("start_timeout") or 240,

@@ -1,0 +1,530 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Effect sizes of Cassandra 5.0 knobs on a node shaped like a real one, each with its A/A noise floor beside it.
+
+The node shape (inventories/bench): one Cassandra node on its own CPU (the load driver and this script on the
+other), its memory capped by a memory cgroup (2 GiB: 1 GiB heap, the rest off-heap and page cache) under a data
+set of 4M YCSB rows (about 4.3 GB), written offline as SSTables and linked into the table in seconds
+(stores/cassandra/bulk.py), so that reads miss the page cache and reach the disk.
+
+The designs (trials/designs.py):
+- A/A: the configuration in place against itself in interleaved windows (ABBA), the noise floor;
+- live knobs (nodetool, ALTER TABLE, the device's read-ahead): one warm client runs through the whole workload,
+  and the knob is switched between the windows, in ABBA order, a settle time left out of every window;
+- the compression chunk length (a rewrite of every SSTable to change on a live table: priced by the time
+  `nodetool upgradesstables -a` takes, not switched back and forth): a second table holding the same rows written
+  with the other chunk length, the windows alternating between the two tables (a client run per window).
+Every pair of adjacent windows gives a ratio B / A; the table gives their geometric mean, the 95 % interval (t on
+the logarithms, or bootstrap when they are skewed), the pairs each arm won, and the verdict against the floor.
+Every window records the node's and the client side's CPU, the bytes the node read from the disk and its page
+cache.
+
+    .venv/bin/python benchmarks/knob_effects.py                      # B, A, C, F, E, upload; every knob
+    .venv/bin/python benchmarks/knob_effects.py --short              # B only: A/A and two knobs, 30 s windows
+    .venv/bin/python benchmarks/knob_effects.py --workloads b --knobs key_cache_size,concurrent_reads
+
+The bench node must be up: ansible-playbook -i inventories/bench playbooks/lab_up.yml (run.py brings it up).
+Needs root for the memory cgroup and the read-ahead knob (the device's setting is restored at the end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import threading
+import time
+
+from _common import use_collection
+
+use_collection(integration=True)
+
+import _shape
+from _shape import BENCH, CHUNK_TABLES, DATA_DIR, DRIVER, GROUP, HOST, KEYSPACE, PID_FILE, nodetool, password
+
+from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups, process
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import designs, speed_probe
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver
+
+# YCSB core workloads, and an upload (the HPC trace's: 95 % inserts).
+WORKLOADS = {
+    "a": {"workload": "a", "props": {}},
+    "b": {"workload": "b", "props": {}},
+    "c": {"workload": "c", "props": {}},
+    "e": {"workload": "e", "props": {}},
+    "f": {"workload": "f", "props": {}},
+    "upload": {"workload": "a", "props": {"readproportion": 0.05, "updateproportion": 0.0, "insertproportion": 0.95}},
+}
+
+
+# ----------------------------------------------------------------------------------------------- the knobs
+def cache_capacities():
+    """(key, row, counter) cache capacities in MiB, from nodetool info."""
+    found = {}
+    for line in nodetool("info").splitlines():
+        for name in ("Key", "Row", "Counter"):
+            if line.startswith(name + " Cache"):
+                text = line.split("capacity", 1)[1].split(",")[0].strip()
+                number, unit = text.split()
+                found[name] = (
+                    float(number) * {"bytes": 1 / 1048576.0, "KiB": 1 / 1024.0, "MiB": 1.0, "GiB": 1024.0}[unit]
+                )
+    return int(round(found["Key"])), int(round(found["Row"])), int(round(found["Counter"]))
+
+
+_CAPACITIES = {}
+
+
+def set_key_cache(value):
+    """setcachecapacity sets the three caches at once: the row and counter caches keep the capacities read once."""
+    if not _CAPACITIES:
+        _CAPACITIES["now"] = cache_capacities()
+    _key, row, counter = _CAPACITIES["now"]
+    nodetool("setcachecapacity", value, row, counter)
+
+
+def read_ahead_file():
+    """The read-ahead setting of the block device that holds the node's data directory."""
+    dev = os.stat(DATA_DIR).st_dev
+    base = "/sys/dev/block/%d:%d" % (os.major(dev), os.minor(dev))
+    for path in (os.path.join(base, "queue", "read_ahead_kb"), os.path.join(base, "..", "queue", "read_ahead_kb")):
+        if os.path.exists(path):
+            return os.path.realpath(path)
+    return None
+
+
+def set_read_ahead(value):
+    with open(read_ahead_file(), "w") as handle:
+        handle.write(str(int(value)))
+
+
+def set_memtable(value):
+    _shape.cql_execute("ALTER TABLE %s.usertable WITH memtable = '%s'" % (KEYSPACE, value))
+    nodetool("flush", KEYSPACE, "usertable")  # the next memtable is of the new kind
+
+
+# name: (how it changes, the reference value (None: the one in place), the candidate, apply(value))
+LIVE_KNOBS = {
+    "key_cache_size": ("live: nodetool setcachecapacity (MiB)", None, 256, set_key_cache),
+    "concurrent_reads": (
+        "live: nodetool setconcurrency ReadStage",
+        32,
+        8,
+        lambda v: nodetool("setconcurrency", "ReadStage", v),
+    ),
+    "concurrent_writes": (
+        "live: nodetool setconcurrency MutationStage",
+        32,
+        8,
+        lambda v: nodetool("setconcurrency", "MutationStage", v),
+    ),
+    "compaction_throughput": (
+        "live: nodetool setcompactionthroughput (MiB/s)",
+        64,
+        8,
+        lambda v: nodetool("setcompactionthroughput", v),
+    ),
+    "concurrent_compactors": (
+        "live: nodetool setconcurrentcompactors",
+        2,
+        1,
+        lambda v: nodetool("setconcurrentcompactors", v),
+    ),
+    "read_ahead_kb": ("live: the device's read_ahead_kb (not Cassandra's; machine-wide)", None, 16, set_read_ahead),
+    "memtable": ("per table: ALTER TABLE ... WITH memtable (next flush)", "skiplist", "trie", set_memtable),
+}
+CHUNK_KNOB = "compression_chunk_kb"
+
+
+def current_value(knob):
+    if knob == "key_cache_size":
+        _CAPACITIES["now"] = cache_capacities()
+        return _CAPACITIES["now"][0]
+    if knob == "read_ahead_kb":
+        with open(read_ahead_file()) as handle:
+            return int(handle.read())
+    return LIVE_KNOBS[knob][1]
+
+
+# ----------------------------------------------------------------------------------------------- measuring
+class Sampler:
+    """CPU of the node and of the rest of the machine, the node's disk reads and page cache, at one moment."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.group = cgroups.MemoryGroup(GROUP) if cgroups.version() else None
+
+    def sample(self):
+        read = None
+        try:
+            with open("/proc/%d/io" % self.pid) as handle:
+                read = int(next(line for line in handle if line.startswith("read_bytes")).split()[1])
+        except (OSError, StopIteration, ValueError):
+            pass
+        stats = self.group.stats() if self.group else {}
+        return {
+            "t": time.time(),
+            "server_cpu": process.cpu_seconds(self.pid),
+            "machine_cpu": loaddriver.machine_busy_seconds(),
+            "read_bytes": read,
+            "cache_mb": (stats.get("cache") or 0) / 1048576.0 if stats.get("exists") else None,
+        }
+
+
+def window_record(label, start, end, status, speeds):
+    span = end["t"] - start["t"]
+    server = end["server_cpu"] - start["server_cpu"]
+    machine = end["machine_cpu"] - start["machine_cpu"]
+    ops = loaddriver.ops_between(status, start["t"], end["t"]) if status else None
+    speed = speed_probe.speed_between(speeds, start["t"], end["t"])
+    return {
+        "arm": label,
+        "start": start["t"],
+        "seconds": round(span, 1),
+        "ops_s": ops,
+        # The node's CPU speed in the window (the probe's median), and the throughput per unit of it.
+        "cpu_speed": round(speed, 2) if speed else None,
+        "ops_per_speed": ops / speed if ops and speed else None,
+        "server_cpu": round(server / span, 3),
+        "client_side_cpu": round(max(0.0, machine - server) / span, 3),
+        "read_mb_s": round((end["read_bytes"] - start["read_bytes"]) / span / 1e6, 1) if end["read_bytes"] else None,
+        "cache_mb": round(end["cache_mb"]) if end["cache_mb"] is not None else None,
+    }
+
+
+def client_params(spec, table, seconds, threads, records):
+    props = dict(WORKLOADS[spec]["props"], recordcount=records, operationcount=loadrun.UNBOUNDED_OPERATIONS)
+    props["table"] = table
+    return loadrun.with_defaults(
+        store="cassandra",
+        driver_home=DRIVER,
+        hosts=[HOST],
+        login_user="tactician",
+        login_password=password(),
+        keyspace=KEYSPACE,
+        workload=WORKLOADS[spec]["workload"],
+        phases=["run"],
+        threads=threads,
+        max_seconds=int(seconds),
+        status_interval=1,
+        properties=props,
+        server_pid_files=[PID_FILE],
+        timeout=int(seconds) + 600,
+    )
+
+
+class Client(threading.Thread):
+    """One YCSB client run in the background; its status lines give the throughput of any window."""
+
+    def __init__(self, params):
+        super().__init__(daemon=True)
+        self.params, self.result, self.error = params, None, None
+
+    def run(self):
+        try:
+            self.result = loadrun.execute(self.params, loadrun.plan(self.params))[0]
+        except Exception as exc:  # reported by the caller
+            self.error = exc
+
+    def status(self):
+        return self.result["status_by_process"][0] if self.result else []
+
+
+def live_design(name, labels, values, apply, settle_s, window_s, sampler, log):
+    """Windows in the order of labels, values[label] applied before each (when it changes); returns the windows
+    with their sample pairs (throughput filled in once the client's status is in)."""
+    windows, applied = [], None
+    for label in labels:
+        if values[label] != applied:
+            apply(values[label])
+            applied = values[label]
+        time.sleep(settle_s)
+        start = sampler.sample()
+        time.sleep(window_s)
+        windows.append((label, start, sampler.sample()))
+        log("  %s window %d/%d (%s = %s) done" % (name, len(windows), len(labels), label, values[label]))
+    return windows
+
+
+def _summaries(records):
+    labels = [r["arm"] for r in records]
+    return (
+        designs.summarize(designs.pair_ratios(labels, [r["ops_per_speed"] for r in records])),
+        designs.summarize(designs.pair_ratios(labels, [r["ops_s"] for r in records])),
+    )
+
+
+def measure_workload(spec, knobs, args, sets, probe, log):
+    pid = _shape.server_pid()
+    sampler = Sampler(pid)
+    labels = designs.window_order(args.pairs, "abba")
+    plan = [("A/A", args.aa_window_s, None)] + [(k, args.window_s, k) for k in knobs if k in LIVE_KNOBS]
+    total = args.warmup_s + sum(len(labels) * (args.settle_s + w) + 30 for _name, w, _k in plan)
+    client = Client(client_params(spec, "usertable", total + 60, args.threads, args.records))
+    client.start()
+    log("%s: warm-up %d s, then %s" % (spec, args.warmup_s, ", ".join(n for n, _w, _k in plan)))
+    time.sleep(args.warmup_s)
+    raw = []
+    for name, window_s, knob in plan:
+        if knob is None:
+            values, apply, how = {"A": "in place", "B": "in place"}, (lambda v: None), "the same configuration"
+        else:
+            how, reference, candidate, apply = LIVE_KNOBS[knob]
+            reference = current_value(knob) if reference is None else reference
+            values = {"A": reference, "B": candidate}
+        try:
+            windows = live_design(name, labels, values, apply, args.settle_s, window_s, sampler, log)
+        finally:
+            if knob is not None:
+                apply(values["A"])
+        raw.append((name, how, values, windows))
+        if client.error or not client.is_alive():
+            break
+    client.join()
+    if client.error:
+        raise SystemExit("%s: the client failed: %s" % (spec, client.error))
+    status = client.status()
+    speeds = probe.samples()
+    results = []
+    for name, how, values, windows in raw:
+        records = [window_record(label, start, end, status, speeds) for label, start, end in windows]
+        summary, raw_summary = _summaries(records)
+        results.append(
+            {
+                "workload": spec,
+                "knob": name,
+                "how": how,
+                "A": values["A"],
+                "B": values["B"],
+                "window_s": records[0]["seconds"] if records else None,
+                "windows": records,
+                "summary": summary,
+                "summary_raw": raw_summary,
+            }
+        )
+    results.append({"workload": spec, "knob": "(run)", "client": _client_summary(client.result)})
+    if CHUNK_KNOB in knobs:
+        results.append(chunk_design(spec, args, sampler, probe, log))
+    return results
+
+
+def chunk_design(spec, args, sampler, probe, log):
+    """The same rows in two tables of different compression chunk length; windows alternate tables, one client
+    run per window (its first settle_s seconds left out)."""
+    labels = designs.window_order(args.pairs, "abba")
+    values = {"A": 16, "B": 4}
+    records = []
+    for index, label in enumerate(labels):
+        table = CHUNK_TABLES[values[label]]
+        client = Client(client_params(spec, table, args.chunk_settle_s + args.window_s, args.threads, args.records))
+        began = time.time()
+        client.start()
+        time.sleep(args.chunk_settle_s)
+        start = sampler.sample()
+        client.join()
+        end = sampler.sample()
+        if client.error:
+            raise SystemExit("%s: the client failed: %s" % (spec, client.error))
+        # The client's own clock: its status lines end when it stops.
+        status = client.status()
+        stop = min(end["t"], status[-1][0]) if status else end["t"]
+        end = dict(end, t=stop)
+        records.append(window_record(label, start, end, status, probe.samples()))
+        log(
+            "  %s window %d/%d (%s = %d KiB, %.0f s) done"
+            % (CHUNK_KNOB, index + 1, len(labels), label, values[label], time.time() - began)
+        )
+    summary, raw_summary = _summaries(records)
+    return {
+        "workload": spec,
+        "knob": CHUNK_KNOB,
+        "how": "per table: ALTER TABLE ... WITH compression, then nodetool upgradesstables -a (a rewrite of the table)",
+        "A": 16,
+        "B": 4,
+        "window_s": args.window_s,
+        "windows": records,
+        "summary": summary,
+        "summary_raw": raw_summary,
+    }
+
+
+def _client_summary(result):
+    if not result:
+        return None
+    return {
+        "throughput": result.get("throughput"),
+        "failed": result.get("failed_total"),
+        "client_cpu_s": result.get("client_cpu_s"),
+        "server_cpu_s": result.get("server_cpu_s"),
+        "wall_s": result.get("wall_s"),
+    }
+
+
+# ----------------------------------------------------------------------------------------------- report
+def markdown(results, shape):
+    floors, raw_floors = {}, {}
+    for row in results:
+        if row.get("knob") == "A/A":
+            floors[row["workload"]] = designs.noise_floor(row["summary"])
+            raw_floors[row["workload"]] = designs.noise_floor(row["summary_raw"])
+    lines = [
+        "Node shape: %s." % shape,
+        "",
+        "| workload | knob | how it changes | A (reference) | B | window | pairs | B / A per CPU speed | 95 % interval"
+        " | B won | noise floor (A/A) | verdict | B / A raw [95 %] | raw floor | node CPU | client side CPU"
+        " | disk read MB/s A / B | page cache MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in results:
+        if "summary" not in row:
+            continue
+        summary, floor = row["summary"], floors.get(row["workload"])
+        bounds = designs.interval_of(summary)
+        raw, raw_floor = row["summary_raw"], raw_floors.get(row["workload"])
+        raw_bounds = designs.interval_of(raw)
+        arms = {label: [w for w in row["windows"] if w["arm"] == label] for label in ("A", "B")}
+
+        def mean(key, label, arms=arms):
+            values = [w[key] for w in arms[label] if w.get(key) is not None]
+            return sum(values) / len(values) if values else None
+
+        verdict = "(the floor)" if row["knob"] == "A/A" else designs.verdict(summary, floor)
+        lines.append(
+            "| %s | %s | %s | %s | %s | %s s | %d | %s | %s | %d of %d | %s | %s | %s | %s | %s | %s | %s / %s | %s |"
+            % (
+                row["workload"].upper() if len(row["workload"]) == 1 else row["workload"],
+                row["knob"],
+                row["how"],
+                row["A"],
+                row["B"],
+                row["window_s"],
+                summary["n"],
+                "%.3f" % summary["ratio"] if summary["ratio"] else "-",
+                "[%.3f, %.3f]%s" % (bounds[0], bounds[1], " (bootstrap)" if summary.get("skewed") else "")
+                if bounds
+                else "-",
+                summary["b_won"],
+                summary["n"],
+                "+-%.1f %%" % (100 * floor) if floor is not None else "-",
+                verdict,
+                "%.3f [%.3f, %.3f]" % (raw["ratio"], raw_bounds[0], raw_bounds[1]) if raw_bounds else "-",
+                "+-%.1f %%" % (100 * raw_floor) if raw_floor is not None else "-",
+                _fmt(mean("server_cpu", "A")),
+                _fmt(mean("client_side_cpu", "A")),
+                _fmt(mean("read_mb_s", "A"), "%.0f"),
+                _fmt(mean("read_mb_s", "B"), "%.0f"),
+                _fmt(mean("cache_mb", "A"), "%.0f"),
+            )
+        )
+    lines.append("")
+    lines.append("Throughput per window (ops/s, in the order run):")
+    lines.append("")
+    for row in results:
+        if "windows" in row:
+            lines.append(
+                "- %s / %s: %s"
+                % (
+                    row["workload"],
+                    row["knob"],
+                    " ".join(
+                        "%s %.0f (speed %s)" % (w["arm"], w["ops_s"] or 0, w.get("cpu_speed") or "-")
+                        for w in row["windows"]
+                    ),
+                )
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value, pattern="%.2f"):
+    return pattern % value if value is not None else "-"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--short", action="store_true", help="workload B: A/A and two knobs, 30 s windows")
+    parser.add_argument("--workloads", default=None, help="of %s, separated by commas" % ", ".join(WORKLOADS))
+    parser.add_argument("--knobs", default=None, help="of %s" % ", ".join(list(LIVE_KNOBS) + [CHUNK_KNOB]))
+    parser.add_argument("--pairs", type=int, default=None, help="pairs of windows per design (ABBA order)")
+    parser.add_argument("--window-s", type=float, default=None, help="a knob's measured window")
+    parser.add_argument("--aa-window-s", type=float, default=None, help="the A/A design's window")
+    parser.add_argument("--settle-s", type=float, default=10.0, help="left out after every switch")
+    parser.add_argument("--chunk-settle-s", type=float, default=20.0, help="left out at a client's start")
+    parser.add_argument("--warmup-s", type=float, default=60.0)
+    parser.add_argument("--records", type=int, default=4000000)
+    parser.add_argument("--threads", type=int, default=64)
+    parser.add_argument("--reload", action="store_true", help="reload the data sets even when they are in place")
+    parser.add_argument("--out", default=os.path.join(BENCH, "knob-effects"))
+    parser.add_argument("--markdown", default=None)
+    parser.add_argument("--csv", default=None, help="(accepted for run.py; the tables are Markdown)")
+    args = parser.parse_args(argv)
+    if args.short:
+        args.workloads = args.workloads or "b"
+        args.knobs = args.knobs or "key_cache_size,concurrent_reads"
+        args.pairs = args.pairs or 3
+        args.window_s = args.window_s or 30.0
+        args.aa_window_s = args.aa_window_s or 30.0
+    args.workloads = (args.workloads or "b,a,c,f,e,upload").split(",")
+    args.knobs = (args.knobs or ",".join(list(LIVE_KNOBS) + [CHUNK_KNOB])).split(",")
+    args.pairs = args.pairs or 3
+    args.window_s = args.window_s or 30.0
+    args.aa_window_s = args.aa_window_s or 60.0
+    for name in args.workloads:
+        if name not in WORKLOADS:
+            parser.error("--workloads: %r is not allowed; choose from %s" % (name, ", ".join(WORKLOADS)))
+    for name in args.knobs:
+        if name not in LIVE_KNOBS and name != CHUNK_KNOB:
+            parser.error(
+                "--knobs: %r is not allowed; choose from %s" % (name, ", ".join(list(LIVE_KNOBS) + [CHUNK_KNOB]))
+            )
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    client_cpus, _server_cpus = process.cpu_split()
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)  # this script and the clients it starts stay off the node's CPU
+    os.makedirs(args.out, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    log_path = os.path.join(args.out, "knob-effects-%s.log" % stamp)
+
+    def log(text):
+        line = "[%s] %s" % (time.strftime("%H:%M:%S"), text)
+        print(line, flush=True)
+        with open(log_path, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+    read_ahead = current_value("read_ahead_kb") if read_ahead_file() else None
+    began = time.monotonic()
+    sets = _shape.ensure_loaded(args.records, force=args.reload, log=log)
+    shape = _shape.describe()
+    log(shape)
+    results = []
+    out_json = os.path.join(args.out, "knob-effects-%s.json" % stamp)
+    _client, server_cpus = process.cpu_split()
+    probe_file = os.path.join(args.out, "cpu-speed-%s.txt" % stamp)
+    try:
+        with speed_probe.SpeedProbe(server_cpus or set(range(os.cpu_count() or 1)), probe_file) as probe:
+            for spec in args.workloads:
+                results += measure_workload(spec, args.knobs, args, sets, probe, log)
+                with open(out_json, "w", encoding="utf-8") as handle:
+                    json.dump({"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str)
+    finally:
+        if read_ahead is not None:
+            set_read_ahead(read_ahead)
+    text = markdown(results, shape)
+    text += "\nWall time: %.0f min.\n" % ((time.monotonic() - began) / 60.0)
+    with open(os.path.join(args.out, "knob-effects-%s.md" % stamp), "w", encoding="utf-8") as handle:
+        handle.write(text)
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import designs
+
+
+def test_abba_order_balances_every_pair_and_the_drift():
+    labels = designs.window_order(4)
+    assert labels == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    # A linear drift weighs on both arms alike: the mean position of each arm is the same.
+    positions = {arm: [i for i, label in enumerate(labels) if label == arm] for arm in "AB"}
+    assert sum(positions["A"]) == sum(positions["B"])
+
+
+def test_random_order_is_seeded_and_pairs_stay_whole():
+    one, two = designs.window_order(6, "random", seed=3), designs.window_order(6, "random", seed=3)
+    assert one == two
+    assert all(sorted(one[i : i + 2]) == ["A", "B"] for i in range(0, 12, 2))
+
+
+@pytest.mark.parametrize("pairs", [0, -1, 1.5, True])
+def test_bad_pairs_name_the_field(pairs):
+    with pytest.raises(designs.DesignError, match="pairs: "):
+        designs.window_order(pairs)
+
+
+def test_bad_order_names_the_choices():
+    with pytest.raises(designs.DesignError, match="order: 'abab' is not allowed; choose one of abba, random"):
+        designs.window_order(2, "abab")
+
+
+def test_pair_ratios_are_b_over_a_whatever_the_order():
+    labels = ["A", "B", "B", "A"]
+    assert designs.pair_ratios(labels, [100.0, 110.0, 121.0, 110.0]) == pytest.approx([1.1, 1.1])
+
+
+def test_a_window_without_a_value_drops_its_pair():
+    assert designs.pair_ratios(["A", "B", "B", "A"], [100.0, None, 120.0, 100.0]) == pytest.approx([1.2])
+
+
+def test_windows_that_do_not_make_pairs_are_refused():
+    with pytest.raises(designs.DesignError, match="whole pairs"):
+        designs.pair_ratios(["A", "B", "A"], [1, 2, 3])
+    with pytest.raises(designs.DesignError, match="one A and one B"):
+        designs.pair_ratios(["A", "A"], [1, 2])
+
+
+def test_summary_of_a_clear_gain():
+    summary = designs.summarize([1.20, 1.22, 1.19, 1.21, 1.18, 1.20])
+    assert summary["ratio"] == pytest.approx(1.20, abs=0.005)
+    low, high = summary["t_interval"]
+    assert 1.18 < low < 1.2 < high < 1.22
+    assert summary["b_won"] == 6 and summary["a_won"] == 0
+    blow, bhigh = summary["bootstrap_interval"]
+    assert blow <= summary["ratio"] <= bhigh
+
+
+def test_summary_of_one_ratio_has_no_interval():
+    summary = designs.summarize([1.1])
+    assert summary["n"] == 1 and summary["t_interval"] is None and summary["ratio"] == pytest.approx(1.1)
+
+
+def test_noise_floor_and_verdicts():
+    aa = designs.summarize([1.01, 0.99, 1.02, 0.98, 1.0, 1.01])
+    floor = designs.noise_floor(aa)
+    assert 0 < floor < 0.03
+    assert designs.verdict(designs.summarize([1.2, 1.22, 1.19, 1.21]), floor) == "B better"
+    assert designs.verdict(designs.summarize([0.8, 0.82, 0.79, 0.81]), floor) == "B worse"
+    assert designs.verdict(designs.summarize([1.01, 1.0, 1.02, 0.99]), floor) == "inside the noise floor"
+    assert designs.verdict(designs.summarize([1.2]), floor) == "not measured"
+    assert designs.verdict(designs.summarize([1.2, 1.3]), None) == "not measured"
+
+
+def test_a_gain_inside_a_wide_floor_is_not_claimed():
+    wide = designs.noise_floor(designs.summarize([1.2, 0.8, 1.15, 0.85]))
+    assert designs.verdict(designs.summarize([1.08, 1.09, 1.1, 1.07]), wide) == "inside the noise floor"
+
+
+def test_skewed_ratios_read_the_bootstrap_interval():
+    ratios = [1.0, 1.0, 1.01, 0.99, 1.0, 1.0, 2.5]
+    summary = designs.summarize(ratios)
+    assert summary["skewed"] is True
+    assert designs.interval_of(summary) == summary["bootstrap_interval"]
+    assert math.isclose(
+        designs.interval_of(designs.summarize([1.0, 1.1, 1.05]))[0],
+        designs.summarize([1.0, 1.1, 1.05])["t_interval"][0],
+    )
