@@ -257,12 +257,19 @@ def _summaries(records):
     )
 
 
+def _unchanged(_value):
+    """The A/A design's switch: nothing changes."""
+
+
 def measure_workload(spec, knobs, args, sets, probe, log):
     pid = _shape.server_pid()
     sampler = Sampler(pid)
     labels = designs.window_order(args.pairs, "abba")
+    aa_labels = designs.window_order(args.aa_pairs or args.pairs, "abba")
     plan = [("A/A", args.aa_window_s, None)] + [(k, args.window_s, k) for k in knobs if k in LIVE_KNOBS]
-    total = args.warmup_s + sum(len(labels) * (args.settle_s + w) + 30 for _name, w, _k in plan)
+    total = args.warmup_s + sum(
+        len(aa_labels if k is None else labels) * (args.settle_s + w) + 30 for _name, w, k in plan
+    )
     client = Client(client_params(spec, "usertable", total + 60, args.threads, args.records))
     client.start()
     log("%s: warm-up %d s, then %s" % (spec, args.warmup_s, ", ".join(n for n, _w, _k in plan)))
@@ -270,13 +277,14 @@ def measure_workload(spec, knobs, args, sets, probe, log):
     raw = []
     for name, window_s, knob in plan:
         if knob is None:
-            values, apply, how = {"A": "in place", "B": "in place"}, (lambda v: None), "the same configuration"
+            values, apply, how = {"A": "in place", "B": "in place"}, _unchanged, "the same configuration"
         else:
             how, reference, candidate, apply = LIVE_KNOBS[knob]
             reference = current_value(knob) if reference is None else reference
             values = {"A": reference, "B": candidate}
         try:
-            windows = live_design(name, labels, values, apply, args.settle_s, window_s, sampler, log)
+            order = aa_labels if knob is None else labels
+            windows = live_design(name, order, values, apply, args.settle_s, window_s, sampler, log)
         finally:
             if knob is not None:
                 apply(values["A"])
@@ -448,6 +456,7 @@ def parse_args(argv):
     parser.add_argument("--workloads", default=None, help="of %s, separated by commas" % ", ".join(WORKLOADS))
     parser.add_argument("--knobs", default=None, help="of %s" % ", ".join(list(LIVE_KNOBS) + [CHUNK_KNOB]))
     parser.add_argument("--pairs", type=int, default=None, help="pairs of windows per design (ABBA order)")
+    parser.add_argument("--aa-pairs", type=int, default=None, help="pairs of the A/A design (default --pairs)")
     parser.add_argument("--window-s", type=float, default=None, help="a knob's measured window")
     parser.add_argument("--aa-window-s", type=float, default=None, help="the A/A design's window")
     parser.add_argument("--settle-s", type=float, default=10.0, help="left out after every switch")

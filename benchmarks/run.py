@@ -249,16 +249,20 @@ EXPERIMENTS = (
         "knob_effects.py",
         "Knob effects on the node shape of a real one, with the A/A noise floor (ABBA windows on a warm node)",
         "issue: a lab where tuning matters",
-        # The data set (4M rows) is written once (about 3 min for the two tables) and linked in; then per workload
-        # a 3 min warm-up, the A/A design (6 windows of 60 s) and 6 windows of 30 s per knob: about 35 min a workload.
+        # The data sets (4M rows, two tables) are written once (about 3 min) and linked in (1-2 min); then a 3 min
+        # warm-up, the A/A design (16 windows of 60 s), 10 windows of 30 s per live knob and 10 client runs of
+        # 50 s for the chunk length: about 45 minutes. More workloads and knobs: knob_effects.py --workloads/--knobs.
         full=(
             "--workloads",
-            "b,a,upload",
+            "b",
             "--knobs",
-            "key_cache_size,concurrent_reads,concurrent_writes,compaction_throughput,memtable,read_ahead_kb,"
-            "compression_chunk_kb",
+            "concurrent_reads,key_cache_size,compression_chunk_kb",
             "--warmup-s",
             "180",
+            "--aa-pairs",
+            "8",
+            "--pairs",
+            "5",
         ),
         needs=BENCH_NODE,
         site="bench",

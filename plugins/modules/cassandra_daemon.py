@@ -92,7 +92,7 @@ options:
     type: str
   memory_limit:
     description:
-      - The node's memory, as a real machine's: a memory control group (cgroup v1 C(memory), or v2) with this
+      - The node's memory, as a real machine's. A memory control group (cgroup v1 C(memory), or v2) with this
         limit, for example C(2G) or C(1536M). It caps the JVM and the page cache the node's file reads use, so a
         node whose data is larger than the limit reads from the disk. Cover the heap and about 0.5-1 GiB of
         off-heap memory; what is left is the node's page cache.

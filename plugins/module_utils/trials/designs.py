@@ -83,7 +83,7 @@ def summarize(ratios, confidence=0.95, resamples=4000, seed=1):
     half = t_quantile(0.5 + confidence / 2.0, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
     out["t_interval"] = [math.exp(mean - half), math.exp(mean + half)]
     rng = random.Random(seed)
-    means = sorted(statistics.mean(rng.choices(logs, k=len(logs))) for _ in range(int(resamples)))
+    means = sorted(statistics.mean(rng.choices(logs, k=len(logs))) for _resample in range(int(resamples)))
     low = means[int(math.floor((1.0 - confidence) / 2.0 * (len(means) - 1)))]
     high = means[int(math.ceil((1.0 + confidence) / 2.0 * (len(means) - 1)))]
     out["bootstrap_interval"] = [math.exp(low), math.exp(high)]

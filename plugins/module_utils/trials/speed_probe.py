@@ -34,7 +34,7 @@ INTERVAL_S = 0.05
 
 def _work():
     began = time.perf_counter()
-    for _ in range(LOOP):
+    for _step in range(LOOP):
         pass
     return time.perf_counter() - began
 
