@@ -261,7 +261,7 @@ def _unchanged(_value):
     """The A/A design's switch: nothing changes."""
 
 
-def measure_workload(spec, knobs, args, sets, probe, log):
+def measure_workload(spec, knobs, args, probe, log):
     pid = _shape.server_pid()
     sampler = Sampler(pid)
     labels = designs.window_order(args.pairs, "abba")
@@ -508,7 +508,7 @@ def main(argv=None):
 
     read_ahead = current_value("read_ahead_kb") if read_ahead_file() else None
     began = time.monotonic()
-    sets = _shape.ensure_loaded(args.records, force=args.reload, log=log)
+    _shape.ensure_loaded(args.records, force=args.reload, log=log)
     shape = _shape.describe()
     log(shape)
     results = []
@@ -518,7 +518,7 @@ def main(argv=None):
     try:
         with speed_probe.SpeedProbe(server_cpus or set(range(os.cpu_count() or 1)), probe_file) as probe:
             for spec in args.workloads:
-                results += measure_workload(spec, args.knobs, args, sets, probe, log)
+                results += measure_workload(spec, args.knobs, args, probe, log)
                 with open(out_json, "w", encoding="utf-8") as handle:
                     json.dump({"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str)
     finally:

@@ -16,11 +16,15 @@ import glob
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.client import CassandraError
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.schema import (
+    check_name,
+    check_table_name,
+)
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import (
     _SERVER_EXPORTS,
     _SERVER_OPENS,
@@ -32,7 +36,6 @@ from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.s
 
 SOURCE = os.path.join("src", "tactician", "bulk", "SSTableDataset.java")
 MAIN_CLASS = "tactician.bulk.SSTableDataset"
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
 _LOGBACK = """<configuration>
   <appender name="STDERR" class="ch.qos.logback.core.ConsoleAppender">
     <target>System.err</target>
@@ -77,9 +80,11 @@ COMPATIBILITY_MODES = ("CASSANDRA_4", "UPGRADING", "NONE")
 def dataset_name(
     keyspace, table, records, fieldcount, fieldlength, seed, compatibility="CASSANDRA_4", options="", max_sstable_mib=0
 ):
-    for value, field in ((keyspace, "keyspace"), (table, "table")):
-        if not _NAME.match(str(value or "")):
-            raise BulkLoadError("%s: %r is not a CQL name (letters, digits, _; at most 48)" % (field, value))
+    try:
+        check_name(keyspace, "keyspace")
+        check_table_name(table, "table")
+    except CassandraError as exc:
+        raise BulkLoadError(str(exc)) from exc
     for value, field in ((records, "recordcount"), (fieldcount, "fieldcount"), (fieldlength, "fieldlength")):
         if not isinstance(value, int) or value < 1:
             raise BulkLoadError("%s: %r must be a whole number of at least 1" % (field, value))
