@@ -250,10 +250,14 @@ def live_design(name, labels, values, apply, settle_s, window_s, sampler, log):
 
 
 def _summaries(records):
+    """Per CPU speed and raw, by adjacent pairs; and per CPU speed by ABBA blocks of four (the whole blocks only),
+    which cancel a drift that is linear within a block."""
     labels = [r["arm"] for r in records]
+    whole = len(labels) - len(labels) % 4
     return (
         designs.summarize(designs.pair_ratios(labels, [r["ops_per_speed"] for r in records])),
         designs.summarize(designs.pair_ratios(labels, [r["ops_s"] for r in records])),
+        designs.summarize(designs.block_ratios(labels[:whole], [r["ops_per_speed"] for r in records[:whole]])),
     )
 
 
@@ -299,7 +303,7 @@ def measure_workload(spec, knobs, args, probe, log):
     results = []
     for name, how, values, windows in raw:
         records = [window_record(label, start, end, status, speeds) for label, start, end in windows]
-        summary, raw_summary = _summaries(records)
+        summary, raw_summary, block_summary = _summaries(records)
         results.append(
             {
                 "workload": spec,
@@ -311,6 +315,7 @@ def measure_workload(spec, knobs, args, probe, log):
                 "windows": records,
                 "summary": summary,
                 "summary_raw": raw_summary,
+                "summary_blocks": block_summary,
             }
         )
     results.append({"workload": spec, "knob": "(run)", "client": _client_summary(client.result)})
@@ -345,7 +350,7 @@ def chunk_design(spec, args, sampler, probe, log):
             "  %s window %d/%d (%s = %d KiB, %.0f s) done"
             % (CHUNK_KNOB, index + 1, len(labels), label, values[label], time.time() - began)
         )
-    summary, raw_summary = _summaries(records)
+    summary, raw_summary, block_summary = _summaries(records)
     return {
         "workload": spec,
         "knob": CHUNK_KNOB,
@@ -356,6 +361,7 @@ def chunk_design(spec, args, sampler, probe, log):
         "windows": records,
         "summary": summary,
         "summary_raw": raw_summary,
+        "summary_blocks": block_summary,
     }
 
 
@@ -373,18 +379,19 @@ def _client_summary(result):
 
 # ----------------------------------------------------------------------------------------------- report
 def markdown(results, shape):
-    floors, raw_floors = {}, {}
+    floors, raw_floors, block_floors = {}, {}, {}
     for row in results:
         if row.get("knob") == "A/A":
             floors[row["workload"]] = designs.noise_floor(row["summary"])
             raw_floors[row["workload"]] = designs.noise_floor(row["summary_raw"])
+            block_floors[row["workload"]] = designs.noise_floor(row["summary_blocks"])
     lines = [
         "Node shape: %s." % shape,
         "",
         "| workload | knob | how it changes | A (reference) | B | window | pairs | B / A per CPU speed | 95 % interval"
-        " | B won | noise floor (A/A) | verdict | B / A raw [95 %] | raw floor | node CPU | client side CPU"
-        " | disk read MB/s A / B | page cache MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " | B won | noise floor (A/A) | verdict | ABBA blocks: B / A [95 %] | blocks floor | blocks verdict"
+        " | B / A raw [95 %] | raw floor | node CPU | client side CPU | disk read MB/s A / B | page cache MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in results:
         if "summary" not in row:
@@ -393,6 +400,8 @@ def markdown(results, shape):
         bounds = designs.interval_of(summary)
         raw, raw_floor = row["summary_raw"], raw_floors.get(row["workload"])
         raw_bounds = designs.interval_of(raw)
+        blocks, block_floor = row.get("summary_blocks") or {}, block_floors.get(row["workload"])
+        block_bounds = designs.interval_of(blocks) if blocks else None
         arms = {label: [w for w in row["windows"] if w["arm"] == label] for label in ("A", "B")}
 
         def mean(key, label, arms=arms):
@@ -400,8 +409,10 @@ def markdown(results, shape):
             return sum(values) / len(values) if values else None
 
         verdict = "(the floor)" if row["knob"] == "A/A" else designs.verdict(summary, floor)
+        block_verdict = "(the floor)" if row["knob"] == "A/A" else designs.verdict(blocks, block_floor)
         lines.append(
-            "| %s | %s | %s | %s | %s | %s s | %d | %s | %s | %d of %d | %s | %s | %s | %s | %s | %s | %s / %s | %s |"
+            "| %s | %s | %s | %s | %s | %s s | %d | %s | %s | %d of %d | %s | %s | %s | %s | %s | %s | %s | %s | %s"
+            " | %s / %s | %s |"
             % (
                 row["workload"].upper() if len(row["workload"]) == 1 else row["workload"],
                 row["knob"],
@@ -418,6 +429,11 @@ def markdown(results, shape):
                 summary["n"],
                 "+-%.1f %%" % (100 * floor) if floor is not None else "-",
                 verdict,
+                "%.3f [%.3f, %.3f] (%d)" % (blocks["ratio"], block_bounds[0], block_bounds[1], blocks["n"])
+                if block_bounds
+                else "-",
+                "+-%.1f %%" % (100 * block_floor) if block_floor is not None else "-",
+                block_verdict if blocks else "-",
                 "%.3f [%.3f, %.3f]" % (raw["ratio"], raw_bounds[0], raw_bounds[1]) if raw_bounds else "-",
                 "+-%.1f %%" % (100 * raw_floor) if raw_floor is not None else "-",
                 _fmt(mean("server_cpu", "A")),

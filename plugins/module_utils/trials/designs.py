@@ -63,6 +63,30 @@ def pair_ratios(labels, values):
     return ratios
 
 
+def block_ratios(labels, values):
+    """B / A of each block of four windows in ABBA or BAAB order: the geometric mean of its two B windows over
+    that of its two A windows. A drift that is linear within the block (a node warming up, a page cache filling)
+    cancels exactly, where the ratio of one adjacent pair carries it. A block with a window without a value is
+    dropped; a block whose arms are not placed symmetrically (ABAB) is refused, as it would not cancel a drift."""
+    if len(labels) != len(values) or len(labels) % 4:
+        raise DesignError("windows: %d labels and %d values do not make whole blocks of 4" % (len(labels), len(values)))
+    ratios = []
+    for index in range(0, len(labels), 4):
+        block = labels[index : index + 4]
+        if block not in (["A", "B", "B", "A"], ["B", "A", "A", "B"]):
+            raise DesignError(
+                "windows %d-%d: %s is not an ABBA or BAAB block" % (index, index + 3, "".join(map(str, block)))
+            )
+        found = values[index : index + 4]
+        if not all(value and value > 0 for value in found):
+            continue
+        arms = {"A": 1.0, "B": 1.0}
+        for label, value in zip(block, found, strict=True):
+            arms[label] *= value
+        ratios.append(math.sqrt(arms["B"] / arms["A"]))
+    return ratios
+
+
 def summarize(ratios, confidence=0.95, resamples=4000, seed=1):
     """The geometric mean of the ratios with its t interval (on the logarithms), a bootstrap percentile interval
     of the same, the pairs B won and lost, and n. Intervals are None with fewer than 2 ratios."""

@@ -50,6 +50,23 @@ def test_windows_that_do_not_make_pairs_are_refused():
         designs.pair_ratios(["A", "A"], [1, 2])
 
 
+def test_block_ratios_cancel_a_linear_drift_that_pairs_carry():
+    labels = designs.window_order(4)
+    # B is 10 % better; the node warms up by 5 % per window.
+    values = [100.0 * 1.05**i * (1.1 if label == "B" else 1.0) for i, label in enumerate(labels)]
+    assert designs.block_ratios(labels, values) == pytest.approx([1.1, 1.1])
+    pairs = designs.pair_ratios(labels, values)
+    assert pairs[0] == pytest.approx(1.155) and pairs[1] == pytest.approx(1.1 / 1.05)
+
+
+def test_block_ratios_refuse_blocks_that_do_not_cancel_a_drift():
+    with pytest.raises(designs.DesignError, match="windows 0-3: ABAB is not an ABBA or BAAB block"):
+        designs.block_ratios(["A", "B", "A", "B"], [1, 2, 3, 4])
+    with pytest.raises(designs.DesignError, match="whole blocks of 4"):
+        designs.block_ratios(["A", "B"], [1, 2])
+    assert designs.block_ratios(["A", "B", "B", "A"], [1.0, None, 2.0, 1.0]) == []
+
+
 def test_summary_of_a_clear_gain():
     summary = designs.summarize([1.20, 1.22, 1.19, 1.21, 1.18, 1.20])
     assert summary["ratio"] == pytest.approx(1.20, abs=0.005)
