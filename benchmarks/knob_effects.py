@@ -470,7 +470,9 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--short", action="store_true", help="workload B: A/A and two knobs, 30 s windows")
     parser.add_argument("--workloads", default=None, help="of %s, separated by commas" % ", ".join(WORKLOADS))
-    parser.add_argument("--knobs", default=None, help="of %s" % ", ".join(list(LIVE_KNOBS) + [CHUNK_KNOB]))
+    parser.add_argument(
+        "--knobs", default=None, help="of %s; none: the A/A design alone" % ", ".join(list(LIVE_KNOBS) + [CHUNK_KNOB])
+    )
     parser.add_argument("--pairs", type=int, default=None, help="pairs of windows per design (ABBA order)")
     parser.add_argument("--aa-pairs", type=int, default=None, help="pairs of the A/A design (default --pairs)")
     parser.add_argument("--window-s", type=float, default=None, help="a knob's measured window")
@@ -492,7 +494,7 @@ def parse_args(argv):
         args.window_s = args.window_s or 30.0
         args.aa_window_s = args.aa_window_s or 30.0
     args.workloads = (args.workloads or "b,a,c,f,e,upload").split(",")
-    args.knobs = (args.knobs or ",".join(list(LIVE_KNOBS) + [CHUNK_KNOB])).split(",")
+    args.knobs = [] if args.knobs == "none" else (args.knobs or ",".join(list(LIVE_KNOBS) + [CHUNK_KNOB])).split(",")
     args.pairs = args.pairs or 3
     args.window_s = args.window_s or 30.0
     args.aa_window_s = args.aa_window_s or 60.0
