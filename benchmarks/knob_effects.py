@@ -270,7 +270,10 @@ def measure_workload(spec, knobs, args, probe, log):
     sampler = Sampler(pid)
     labels = designs.window_order(args.pairs, "abba")
     aa_labels = designs.window_order(args.aa_pairs or args.pairs, "abba")
-    plan = [("A/A", args.aa_window_s, None)] + [(k, args.window_s, k) for k in knobs if k in LIVE_KNOBS]
+    plan = [] if args.aa_pairs == 0 else [("A/A", args.aa_window_s, None)]
+    plan += [(k, args.window_s, k) for k in knobs if k in LIVE_KNOBS]
+    if not plan:
+        return [chunk_design(spec, args, sampler, probe, log)] if CHUNK_KNOB in knobs else []
     total = args.warmup_s + sum(
         len(aa_labels if k is None else labels) * (args.settle_s + w) + 30 for _name, w, k in plan
     )
@@ -365,6 +368,89 @@ def chunk_design(spec, args, sampler, probe, log):
     }
 
 
+def price_chunk_switch(spec, args, sampler, probe, log, chunk_kb=4):
+    """What switching the chunk length of the live table costs: under the workload, ALTER TABLE ... WITH
+    compression, then `nodetool upgradesstables -a` (a rewrite of every SSTable). A client run gives the window
+    before; during the rewrite, client runs of window_s follow each other until it ends; a last run gives the window
+    after. Gives the rewrite's wall time, node CPU and bytes written, the throughput before, during (the seconds the
+    runs covered, their starts left out) and after, and the operations lost against the throughput before: the
+    price the planner's cost-benefit weighs against the gain. The table's data set is reloaded by the next run."""
+    table = CHUNK_TABLES[16]
+    speeds = probe.samples
+
+    def measured_run(seconds, settle):
+        client = Client(client_params(spec, table, settle + seconds, args.threads, args.records))
+        client.start()
+        time.sleep(settle)
+        first = sampler.sample()
+        client.join()
+        last = sampler.sample()
+        if client.error:
+            raise SystemExit("%s: the client failed: %s" % (spec, client.error))
+        status = client.status()
+        last = dict(last, t=min(last["t"], status[-1][0])) if status else last
+        return window_record("run", first, last, status, speeds())
+
+    before = measured_run(args.window_s, args.warmup_s)
+    written = _written_bytes(sampler.pid)
+    switch = sampler.sample()
+    done = {}
+
+    def rewrite():
+        try:
+            _shape.cql_execute(
+                "ALTER TABLE %s.%s WITH compression = {'class': 'LZ4Compressor', 'chunk_length_in_kb': %d}"
+                % (KEYSPACE, table, chunk_kb)
+            )
+            nodetool("upgradesstables", "-a", KEYSPACE, table)
+        except Exception as exc:  # reported below
+            done["error"] = exc
+        done["at"] = sampler.sample()
+
+    worker = threading.Thread(target=rewrite, daemon=True)
+    worker.start()
+    log("  %s: rewriting %s with %d KiB chunks under the workload" % (spec, table, chunk_kb))
+    during = []
+    while worker.is_alive():
+        during.append(measured_run(args.window_s, args.chunk_settle_s))
+    worker.join()
+    if "error" in done:
+        raise SystemExit("%s: the rewrite failed: %s" % (spec, done["error"]))
+    rewritten = done["at"]
+    written = _written_bytes(sampler.pid) - written if written is not None else None
+    after = measured_run(args.window_s, args.chunk_settle_s)
+    covered = sum(w["seconds"] for w in during if w["ops_s"] is not None)
+    during_ops_s = (
+        sum(w["ops_s"] * w["seconds"] for w in during if w["ops_s"] is not None) / covered if covered else None
+    )
+    rewrite_s = rewritten["t"] - switch["t"]
+    lost = (before["ops_s"] - during_ops_s) * rewrite_s if before["ops_s"] and during_ops_s is not None else None
+    gain = after["ops_s"] - before["ops_s"] if before["ops_s"] and after["ops_s"] else None
+    log("  %s: rewrite done in %.0f s" % (spec, rewrite_s))
+    return {
+        "workload": spec,
+        "knob": CHUNK_KNOB + " (the switch)",
+        "A": 16,
+        "B": chunk_kb,
+        "rewrite_s": round(rewrite_s, 1),
+        "rewrite_server_cpu_s": round(rewritten["server_cpu"] - switch["server_cpu"], 1),
+        "written_gb": round(written / 1e9, 2) if written else None,
+        "ops_s": {"before": before["ops_s"], "during": during_ops_s, "after": after["ops_s"]},
+        "windows": [before] + during + [after],
+        "ops_lost": round(lost) if lost is not None else None,
+        # After how long one window's gain pays the operations lost: an indication; the effect is the design's.
+        "break_even_s": round(lost / gain) if lost and gain and gain > 0 else None,
+    }
+
+
+def _written_bytes(pid):
+    try:
+        with open("/proc/%d/io" % pid) as handle:
+            return int(next(line for line in handle if line.startswith("write_bytes")).split()[1])
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
 def _client_summary(result):
     if not result:
         return None
@@ -443,6 +529,29 @@ def markdown(results, shape):
                 _fmt(mean("cache_mb", "A"), "%.0f"),
             )
         )
+    for row in results:
+        if "rewrite_s" in row:
+            ops = row["ops_s"]
+            lines.append("")
+            lines.append(
+                "The price of the switch (%s, %s -> %s KiB on the live table, under workload %s): the rewrite took"
+                " %.0f s and %s s of node CPU, wrote %s GB; ops/s before %s, during %s, after %s; %s operations"
+                " lost; the gain of the window after pays them back in %s s."
+                % (
+                    CHUNK_KNOB,
+                    row["A"],
+                    row["B"],
+                    row["workload"].upper(),
+                    row["rewrite_s"],
+                    row["rewrite_server_cpu_s"],
+                    row["written_gb"],
+                    _fmt(ops["before"], "%.0f"),
+                    _fmt(ops["during"], "%.0f"),
+                    _fmt(ops["after"], "%.0f"),
+                    row["ops_lost"],
+                    row["break_even_s"],
+                )
+            )
     lines.append("")
     lines.append("Throughput per window (ops/s, in the order run):")
     lines.append("")
@@ -474,7 +583,9 @@ def parse_args(argv):
         "--knobs", default=None, help="of %s; none: the A/A design alone" % ", ".join(list(LIVE_KNOBS) + [CHUNK_KNOB])
     )
     parser.add_argument("--pairs", type=int, default=None, help="pairs of windows per design (ABBA order)")
-    parser.add_argument("--aa-pairs", type=int, default=None, help="pairs of the A/A design (default --pairs)")
+    parser.add_argument(
+        "--aa-pairs", type=int, default=None, help="pairs of the A/A design (default --pairs; 0: no A/A design)"
+    )
     parser.add_argument("--window-s", type=float, default=None, help="a knob's measured window")
     parser.add_argument("--aa-window-s", type=float, default=None, help="the A/A design's window")
     parser.add_argument("--settle-s", type=float, default=10.0, help="left out after every switch")
@@ -482,6 +593,11 @@ def parse_args(argv):
     parser.add_argument("--warmup-s", type=float, default=60.0)
     parser.add_argument("--records", type=int, default=4000000)
     parser.add_argument("--threads", type=int, default=64)
+    parser.add_argument(
+        "--price-chunk-switch",
+        action="store_true",
+        help="after the designs, switch the live table to 4 KiB chunks under the first workload and price it",
+    )
     parser.add_argument("--reload", action="store_true", help="reload the data sets even when they are in place")
     parser.add_argument("--out", default=os.path.join(BENCH, "knob-effects"))
     parser.add_argument("--markdown", default=None)
@@ -537,6 +653,11 @@ def main(argv=None):
         with speed_probe.SpeedProbe(server_cpus or set(range(os.cpu_count() or 1)), probe_file) as probe:
             for spec in args.workloads:
                 results += measure_workload(spec, args.knobs, args, probe, log)
+                with open(out_json, "w", encoding="utf-8") as handle:
+                    json.dump({"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str)
+            if args.price_chunk_switch:
+                sampler = Sampler(_shape.server_pid())
+                results.append(price_chunk_switch(args.workloads[0], args, sampler, probe, log))
                 with open(out_json, "w", encoding="utf-8") as handle:
                     json.dump({"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str)
     finally:

@@ -1,0 +1,102 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""benchmarks/knob_effects.py without a server: the summaries of a design's windows (pairs, raw, ABBA blocks), the
+Markdown table with the floor's verdicts, the price of the chunk-length switch, and the command line."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from testlib import ROOT
+
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
+if BENCHMARKS not in sys.path:
+    sys.path.insert(0, BENCHMARKS)
+
+import knob_effects as bench
+
+
+def _windows(pairs, gain=1.0, drift=1.0):
+    from ansible_collections.tactician.nosql.plugins.module_utils.trials import designs
+
+    out = []
+    for index, arm in enumerate(designs.window_order(pairs)):
+        ops = 5000.0 * drift**index * (gain if arm == "B" else 1.0)
+        out.append(
+            {
+                "arm": arm,
+                "seconds": 60.0,
+                "ops_s": ops,
+                "ops_per_speed": ops,
+                "cpu_speed": 1.0,
+                "server_cpu": 0.98,
+                "client_side_cpu": 0.3,
+                "read_mb_s": 60.0,
+                "cache_mb": 600,
+            }
+        )
+    return out
+
+
+def _row(knob, windows, a="in place", b="in place"):
+    summary, raw, blocks = bench._summaries(windows)
+    return {
+        "workload": "b",
+        "knob": knob,
+        "how": "-",
+        "A": a,
+        "B": b,
+        "window_s": 60.0,
+        "windows": windows,
+        "summary": summary,
+        "summary_raw": raw,
+        "summary_blocks": blocks,
+    }
+
+
+def test_blocks_use_whole_blocks_only_and_cancel_a_drift():
+    _pairs, _raw, blocks = bench._summaries(_windows(5, gain=1.1, drift=1.02))
+    assert blocks["n"] == 2 and blocks["ratio"] == pytest.approx(1.1)
+
+
+def test_the_table_gives_each_estimator_its_own_floor_and_verdict():
+    import random
+
+    rng = random.Random(4)
+    aa = _windows(8)
+    for window in aa:
+        window["ops_s"] = window["ops_per_speed"] = window["ops_s"] * rng.uniform(0.98, 1.02)
+    rows = [_row("A/A", aa), _row("concurrent_reads", _windows(8, gain=1.3, drift=1.01), 32, 8)]
+    text = bench.markdown(rows, "a shape")
+    lines = [line for line in text.splitlines() if line.startswith("| B |")]
+    assert "(the floor)" in lines[0] and "+-" in lines[0]
+    assert lines[1].count("B better") == 2
+    assert "ABBA blocks" in text and "Throughput per window" in text
+
+
+def test_the_price_of_the_switch_is_one_sentence():
+    row = {
+        "workload": "b",
+        "knob": bench.CHUNK_KNOB + " (the switch)",
+        "A": 16,
+        "B": 4,
+        "rewrite_s": 300.0,
+        "rewrite_server_cpu_s": 250.0,
+        "written_gb": 4.4,
+        "ops_s": {"before": 5000.0, "during": 3000.0, "after": 6000.0},
+        "windows": [],
+        "ops_lost": 600000,
+        "break_even_s": 600,
+    }
+    text = bench.markdown([row], "a shape")
+    assert "the rewrite took 300 s and 250.0 s of node CPU, wrote 4.4 GB" in text
+    assert "600000 operations lost" in text and "pays them back in 600 s" in text
+
+
+def test_the_command_line_names_what_is_allowed():
+    args = bench.parse_args(["--workloads", "b", "--knobs", "none", "--aa-pairs", "16"])
+    assert args.knobs == [] and args.aa_pairs == 16
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--knobs", "row_cache"])
