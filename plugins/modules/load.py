@@ -116,6 +116,15 @@ options:
     type: list
     elements: path
     default: []
+  speed_probe_cpus:
+    description:
+      - The CPUs of a CPU-bound server on this host (taskset syntax such as C(1) or C(2-3), or C(upper-half)). A
+        probe times a fixed piece of work on them every 50 ms during each phase (at real-time priority when run as
+        root), and each result gains C(cpu_speed) and C(throughput_per_speed) - the throughput per unit of the
+        speed the machine gave those CPUs, comparable between runs on a virtual machine whose CPU speed changes by
+        itself.
+      - Unset, no probe runs.
+    type: str
 attributes:
   check_mode:
     description: In check mode nothing runs and the module reports what it would do.
@@ -156,6 +165,8 @@ results:
       not_found: {}
       not_found_total: 0
       client_cpu_s: 31.2
+      cpu_speed: 41.7
+      throughput_per_speed: 146.8
       operations: {read: {count: 200000, avg_ms: 5.1, p50_ms: 4.3, p95_ms: 10.2, p99_ms: 18.1, p999_ms: 41.0}}
 """
 
@@ -192,6 +203,7 @@ def main():
             database=dict(type="str", default="ycsb"),
             schedule=dict(type="path"),
             server_pid_files=dict(type="list", elements="path", default=[]),
+            speed_probe_cpus=dict(type="str"),
         ),
         required_together=[["login_user", "login_password"]],
         supports_check_mode=True,

@@ -1,8 +1,9 @@
 # Copyright: Tactician maintainers
 # Apache License 2.0 (see LICENSE)
 """Measurement designs that beat run-to-run noise: two configurations measured in interleaved windows on one warm
-node (ABBA order, so that a drift over time weighs on both arms alike), paired by adjacent window, and the ratio
-of the pairs summarized with a 95 % interval; an A/A design (the same configuration in both arms) gives the noise
+node (ABBA order, so that a drift over time weighs on both arms alike), paired by adjacent window (or by ABBA
+block of four windows, which cancels a drift linear within the block), and the ratios summarized with a 95 %
+interval; an A/A design (the same configuration in both arms) gives the noise
 floor, and an effect is only called one when its interval lies wholly outside that floor.
 
 What the design takes from the literature: TUNA (EuroSys 2025, MLOS) and Abedi & Brecht (ICPE 2017) both find

@@ -6,9 +6,12 @@ then its execution (prepare or reload the store through its adapter, run each ph
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 import time
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TrialError, reported_as
+from ansible_collections.tactician.nosql.plugins.module_utils.core import process
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import CoreError, TrialError, reported_as
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver, schedules, ycsb
 
 STORES = tuple(loaddriver.STORES)
@@ -73,6 +76,10 @@ def plan(params):
             raise LoadError("%s: must be >= 1, got %r" % (name, params.get(name)))
     if int(params.get("target") or 0) < 0:
         raise LoadError("target: must be >= 0 ops/s (0 = unthrottled), got %r" % params.get("target"))
+    try:
+        process.parse_cpus(params.get("speed_probe_cpus"), "speed_probe_cpus")
+    except CoreError as exc:
+        raise LoadError(str(exc)) from exc
     spec = ycsb.workload(params.get("workload") or "a", **(params.get("properties") or {}))
     phases = list(params.get("phases") or ["run"])
     unknown = [p for p in phases if p not in loaddriver.PHASES]
@@ -233,9 +240,31 @@ def with_defaults(**given):
         java="java",
         server_pid_files=[],
         schedule=None,
+        speed_probe_cpus=None,
     )
     params.update(given)
     return params
+
+
+def _probed(run, cpus):
+    """run() with the CPU-speed probe (trials/speed_probe.py) on the server's CPUs: the result gains cpu_speed (the
+    median of the probe's samples over the run) and throughput_per_speed (comparable between runs on a machine
+    whose CPU speed changes by itself)."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.trials import speed_probe
+
+    handle, path = tempfile.mkstemp(prefix="tactician-speed-", suffix=".txt")
+    os.close(handle)
+    try:
+        began = time.time()
+        with speed_probe.SpeedProbe(cpus, path) as probe:
+            result = run()
+            samples = probe.samples()
+        speed = speed_probe.speed_between(samples, began, time.time())
+    finally:
+        os.unlink(path)
+    result["cpu_speed"] = round(speed, 3) if speed else None
+    result["throughput_per_speed"] = result["throughput"] / speed if speed and result.get("throughput") else None
+    return result
 
 
 UNBOUNDED_OPERATIONS = 2**31 - 1
@@ -251,17 +280,22 @@ def _run_phase(params, the_plan, spec, phase, scans, extra=None, target=0):
     props.update(extra or {})
     if phase == "load":
         props.pop("target", None)
-    result = loaddriver.run(
-        params.get("java") or "java",
-        params["driver_home"],
-        params["store"],
-        phase,
-        props,
-        processes=the_plan["processes"],
-        heap=params.get("heap") or "512m",
-        timeout=params.get("timeout") or 3600,
-        server_pids=_server_pids(params.get("server_pid_files") or []),
-    )
+
+    def run():
+        return loaddriver.run(
+            params.get("java") or "java",
+            params["driver_home"],
+            params["store"],
+            phase,
+            props,
+            processes=the_plan["processes"],
+            heap=params.get("heap") or "512m",
+            timeout=params.get("timeout") or 3600,
+            server_pids=_server_pids(params.get("server_pid_files") or []),
+        )
+
+    cpus = process.parse_cpus(params.get("speed_probe_cpus"), "speed_probe_cpus")
+    result = _probed(run, cpus) if cpus else run()
     result["workload"] = the_plan["workload"]
     result["target"] = target
     return result

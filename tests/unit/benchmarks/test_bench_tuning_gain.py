@@ -103,3 +103,10 @@ def test_the_interval_is_a_geometric_mean():
     assert mean == pytest.approx(1.0)
     assert low < 1.0 < high
     assert math.isnan(tuning_gain.interval([1.2])[1])
+
+
+def test_a_probed_run_is_judged_per_unit_of_cpu_speed():
+    assert tuning_gain.run_value({"ops_per_s": "5000.0", "ops_per_speed": "120.5"}) == 120.5
+    assert tuning_gain.run_value({"ops_per_s": "5000.0", "ops_per_speed": None}) == 5000.0
+    assert tuning_gain.run_value({"ops_per_s": 5000.0, "ops_per_speed": "None"}) == 5000.0
+    assert tuning_gain.run_value({"ops_per_s": 5000.0}) == 5000.0
