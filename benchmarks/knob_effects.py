@@ -249,16 +249,21 @@ def live_design(name, labels, values, apply, settle_s, window_s, sampler, log):
     return windows
 
 
+# The ways of reading a design's windows: adjacent pairs or ABBA blocks, throughput raw or per unit of CPU speed.
+ESTIMATORS = ("pairs, per CPU speed", "blocks, per CPU speed", "pairs, raw", "blocks, raw")
+
+
 def _summaries(records):
-    """Per CPU speed and raw, by adjacent pairs; and per CPU speed by ABBA blocks of four (the whole blocks only),
-    which cancel a drift that is linear within a block."""
+    """{estimator: summary} of a design's windows; blocks use the whole blocks of four only, and cancel a drift
+    that is linear within a block."""
     labels = [r["arm"] for r in records]
     whole = len(labels) - len(labels) % 4
-    return (
-        designs.summarize(designs.pair_ratios(labels, [r["ops_per_speed"] for r in records])),
-        designs.summarize(designs.pair_ratios(labels, [r["ops_s"] for r in records])),
-        designs.summarize(designs.block_ratios(labels[:whole], [r["ops_per_speed"] for r in records[:whole]])),
-    )
+    out = {}
+    for key, name in (("ops_per_speed", "per CPU speed"), ("ops_s", "raw")):
+        values = [r.get(key) for r in records]
+        out["pairs, " + name] = designs.summarize(designs.pair_ratios(labels, values))
+        out["blocks, " + name] = designs.summarize(designs.block_ratios(labels[:whole], values[:whole]))
+    return out
 
 
 def _unchanged(_value):
@@ -306,7 +311,6 @@ def measure_workload(spec, knobs, args, probe, log):
     results = []
     for name, how, values, windows in raw:
         records = [window_record(label, start, end, status, speeds) for label, start, end in windows]
-        summary, raw_summary, block_summary = _summaries(records)
         results.append(
             {
                 "workload": spec,
@@ -316,9 +320,7 @@ def measure_workload(spec, knobs, args, probe, log):
                 "B": values["B"],
                 "window_s": records[0]["seconds"] if records else None,
                 "windows": records,
-                "summary": summary,
-                "summary_raw": raw_summary,
-                "summary_blocks": block_summary,
+                "summaries": _summaries(records),
             }
         )
     results.append({"workload": spec, "knob": "(run)", "client": _client_summary(client.result)})
@@ -353,7 +355,6 @@ def chunk_design(spec, args, sampler, probe, log):
             "  %s window %d/%d (%s = %d KiB, %.0f s) done"
             % (CHUNK_KNOB, index + 1, len(labels), label, values[label], time.time() - began)
         )
-    summary, raw_summary, block_summary = _summaries(records)
     return {
         "workload": spec,
         "knob": CHUNK_KNOB,
@@ -362,9 +363,7 @@ def chunk_design(spec, args, sampler, probe, log):
         "B": 4,
         "window_s": args.window_s,
         "windows": records,
-        "summary": summary,
-        "summary_raw": raw_summary,
-        "summary_blocks": block_summary,
+        "summaries": _summaries(records),
     }
 
 
@@ -464,64 +463,73 @@ def _client_summary(result):
 
 
 # ----------------------------------------------------------------------------------------------- report
+def _interval_text(summary):
+    bounds = designs.interval_of(summary) if summary else None
+    if not bounds:
+        return "-"
+    return "%.3f [%.3f, %.3f]%s" % (
+        summary["ratio"],
+        bounds[0],
+        bounds[1],
+        " (bootstrap)" if summary.get("skewed") else "",
+    )
+
+
 def markdown(results, shape):
-    floors, raw_floors, block_floors = {}, {}, {}
-    for row in results:
-        if row.get("knob") == "A/A":
-            floors[row["workload"]] = designs.noise_floor(row["summary"])
-            raw_floors[row["workload"]] = designs.noise_floor(row["summary_raw"])
-            block_floors[row["workload"]] = designs.noise_floor(row["summary_blocks"])
+    """The table of effects: per workload, the estimator with the narrowest A/A floor (chosen on the A/A windows
+    alone) gives each knob's ratio, interval and verdict; the other estimators follow with their own floors. The
+    summaries are computed from the windows, so a saved run renders again with --render."""
+    rows = [row for row in results if row.get("windows") and "A" in {w["arm"] for w in row["windows"]}]
+    for row in rows:
+        row["summaries"] = _summaries(row["windows"])
+    floors = {}
+    for row in rows:
+        if row["knob"] == "A/A":
+            floors[row["workload"]] = {name: designs.noise_floor(s) for name, s in row["summaries"].items()}
+            floors[row["workload"]]["(chosen)"] = designs.narrowest_floor(row["summaries"])[0]
     lines = [
         "Node shape: %s." % shape,
         "",
-        "| workload | knob | how it changes | A (reference) | B | window | pairs | B / A per CPU speed | 95 % interval"
-        " | B won | noise floor (A/A) | verdict | ABBA blocks: B / A [95 %] | blocks floor | blocks verdict"
-        " | B / A raw [95 %] | raw floor | node CPU | client side CPU | disk read MB/s A / B | page cache MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| workload | knob | how it changes | A (reference) | B | windows | estimator (narrowest A/A floor) | B / A"
+        " [95 %] | B won | noise floor (A/A) | verdict | the other estimators: B / A [95 %] (their floor)"
+        " | node CPU | client side CPU | disk read MB/s A / B | page cache MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in results:
-        if "summary" not in row:
-            continue
-        summary, floor = row["summary"], floors.get(row["workload"])
-        bounds = designs.interval_of(summary)
-        raw, raw_floor = row["summary_raw"], raw_floors.get(row["workload"])
-        raw_bounds = designs.interval_of(raw)
-        blocks, block_floor = row.get("summary_blocks") or {}, block_floors.get(row["workload"])
-        block_bounds = designs.interval_of(blocks) if blocks else None
+    for row in rows:
+        found = floors.get(row["workload"], {})
+        chosen = found.get("(chosen)") or ESTIMATORS[0]
+        summary, floor = row["summaries"][chosen], found.get(chosen)
         arms = {label: [w for w in row["windows"] if w["arm"] == label] for label in ("A", "B")}
 
         def mean(key, label, arms=arms):
             values = [w[key] for w in arms[label] if w.get(key) is not None]
             return sum(values) / len(values) if values else None
 
-        verdict = "(the floor)" if row["knob"] == "A/A" else designs.verdict(summary, floor)
-        block_verdict = "(the floor)" if row["knob"] == "A/A" else designs.verdict(blocks, block_floor)
+        aa = row["knob"] == "A/A"
+        others = "; ".join(
+            "%s %s (+-%.1f %%)" % (name, _interval_text(row["summaries"][name]), 100 * found[name])
+            if found.get(name) is not None
+            else "%s %s" % (name, _interval_text(row["summaries"][name]))
+            for name in ESTIMATORS
+            if name != chosen
+        )
         lines.append(
-            "| %s | %s | %s | %s | %s | %s s | %d | %s | %s | %d of %d | %s | %s | %s | %s | %s | %s | %s | %s | %s"
-            " | %s / %s | %s |"
+            "| %s | %s | %s | %s | %s | %d x %s s | %s | %s | %d of %d | %s | %s | %s | %s | %s | %s / %s | %s |"
             % (
                 row["workload"].upper() if len(row["workload"]) == 1 else row["workload"],
                 row["knob"],
                 row["how"],
                 row["A"],
                 row["B"],
+                len(row["windows"]),
                 row["window_s"],
-                summary["n"],
-                "%.3f" % summary["ratio"] if summary["ratio"] else "-",
-                "[%.3f, %.3f]%s" % (bounds[0], bounds[1], " (bootstrap)" if summary.get("skewed") else "")
-                if bounds
-                else "-",
+                chosen,
+                _interval_text(summary),
                 summary["b_won"],
                 summary["n"],
                 "+-%.1f %%" % (100 * floor) if floor is not None else "-",
-                verdict,
-                "%.3f [%.3f, %.3f] (%d)" % (blocks["ratio"], block_bounds[0], block_bounds[1], blocks["n"])
-                if block_bounds
-                else "-",
-                "+-%.1f %%" % (100 * block_floor) if block_floor is not None else "-",
-                block_verdict if blocks else "-",
-                "%.3f [%.3f, %.3f]" % (raw["ratio"], raw_bounds[0], raw_bounds[1]) if raw_bounds else "-",
-                "+-%.1f %%" % (100 * raw_floor) if raw_floor is not None else "-",
+                "(the floor)" if aa else designs.verdict(summary, floor),
+                others,
                 _fmt(mean("server_cpu", "A")),
                 _fmt(mean("client_side_cpu", "A")),
                 _fmt(mean("read_mb_s", "A"), "%.0f"),
@@ -601,6 +609,7 @@ def parse_args(argv):
     parser.add_argument("--reload", action="store_true", help="reload the data sets even when they are in place")
     parser.add_argument("--out", default=os.path.join(BENCH, "knob-effects"))
     parser.add_argument("--markdown", default=None)
+    parser.add_argument("--render", default=None, help="print the table of a saved run (its JSON file) and stop")
     parser.add_argument("--csv", default=None, help="(accepted for run.py; the tables are Markdown)")
     args = parser.parse_args(argv)
     if args.short:
@@ -627,6 +636,11 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.render:
+        with open(args.render, encoding="utf-8") as handle:
+            saved = json.load(handle)
+        print(markdown(saved["results"], saved["shape"]))
+        return 0
     client_cpus, _server_cpus = process.cpu_split()
     if client_cpus:
         os.sched_setaffinity(0, client_cpus)  # this script and the clients it starts stay off the node's CPU

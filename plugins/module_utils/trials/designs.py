@@ -143,6 +143,20 @@ def noise_floor(aa_summary):
     return max(abs(bounds[0] - 1.0), abs(bounds[1] - 1.0))
 
 
+def narrowest_floor(aa_summaries):
+    """(name, floor) of the estimator whose A/A design gives the narrowest floor, of {name: A/A summary}; (None,
+    None) when none has one. Chosen on the A/A windows alone, before any effect is looked at, and then applied to
+    every comparison of the same run: which way of pairing windows (adjacent pairs or ABBA blocks) and which
+    throughput (raw or per unit of CPU speed) is least noisy depends on the machine's day (a CPU speed that jumps
+    favours the speed; a steady one with a drifting node favours blocks of raw throughput)."""
+    best = (None, None)
+    for name, summary in aa_summaries.items():
+        floor = noise_floor(summary)
+        if floor is not None and (best[1] is None or floor < best[1]):
+            best = (name, floor)
+    return best
+
+
 def verdict(summary, floor):
     """ "B better" / "B worse" when the effect's interval lies wholly above 1 + floor / below 1 - floor; "inside the
     noise floor" when the interval touches the floor band; "not measured" without an interval or a floor."""

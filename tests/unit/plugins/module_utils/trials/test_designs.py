@@ -105,3 +105,10 @@ def test_skewed_ratios_read_the_bootstrap_interval():
         designs.interval_of(designs.summarize([1.0, 1.1, 1.05]))[0],
         designs.summarize([1.0, 1.1, 1.05])["t_interval"][0],
     )
+
+
+def test_the_narrowest_floor_is_chosen_on_the_aa_design_alone():
+    wide, narrow = designs.summarize([1.2, 0.8, 1.1, 0.9]), designs.summarize([1.01, 0.99, 1.0, 1.0])
+    name, floor = designs.narrowest_floor({"pairs, raw": wide, "blocks, raw": narrow, "one": designs.summarize([1.0])})
+    assert name == "blocks, raw" and floor == designs.noise_floor(narrow)
+    assert designs.narrowest_floor({}) == (None, None)
