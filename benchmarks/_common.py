@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, ".collections")
@@ -22,3 +23,15 @@ def use_collection(integration=False):
         sys.path.insert(0, COLLECTIONS)
     if integration:
         sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+
+
+def stamped_log(path):
+    """A log function: each line printed with the time of day, and appended to path."""
+
+    def log(text):
+        line = "[%s] %s" % (time.strftime("%H:%M:%S"), text)
+        print(line, flush=True)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+    return log

@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 
-from _common import use_collection
+from _common import stamped_log, use_collection
 
 use_collection(integration=True)
 
@@ -160,18 +160,19 @@ class Sampler:
         self.group = cgroups.MemoryGroup(GROUP) if cgroups.version() else None
 
     def sample(self):
-        read = None
+        counters = {}
         try:
             with open("/proc/%d/io" % self.pid) as handle:
-                read = int(next(line for line in handle if line.startswith("read_bytes")).split()[1])
-        except (OSError, StopIteration, ValueError):
+                counters = {k: int(v) for k, v in (line.split(":") for line in handle if ":" in line)}
+        except (OSError, ValueError):
             pass
         stats = self.group.stats() if self.group else {}
         return {
             "t": time.time(),
             "server_cpu": process.cpu_seconds(self.pid),
             "machine_cpu": loaddriver.machine_busy_seconds(),
-            "read_bytes": read,
+            "read_bytes": counters.get("read_bytes"),
+            "write_bytes": counters.get("write_bytes"),
             "cache_mb": (stats.get("cache") or 0) / 1048576.0 if stats.get("exists") else None,
         }
 
@@ -396,7 +397,6 @@ def price_chunk_switch(spec, args, sampler, probe, log, chunk_kb=4):
         return window_record("run", first, last, status, speeds())
 
     before = measured_run(args.window_s, args.warmup_s)
-    written = _written_bytes(sampler.pid)
     switch = sampler.sample()
     done = {}
 
@@ -421,7 +421,7 @@ def price_chunk_switch(spec, args, sampler, probe, log, chunk_kb=4):
     if "error" in done:
         raise SystemExit("%s: the rewrite failed: %s" % (spec, done["error"]))
     rewritten = done["at"]
-    written = _written_bytes(sampler.pid) - written if written is not None else None
+    written = rewritten["write_bytes"] - switch["write_bytes"] if switch["write_bytes"] is not None else None
     after = measured_run(args.window_s, args.chunk_settle_s)
     covered = sum(w["seconds"] for w in during if w["ops_s"] is not None)
     during_ops_s = (
@@ -445,14 +445,6 @@ def price_chunk_switch(spec, args, sampler, probe, log, chunk_kb=4):
         # After how long one window's gain pays the operations lost: an indication; the effect is the design's.
         "break_even_s": round(lost / gain) if lost and gain and gain > 0 else None,
     }
-
-
-def _written_bytes(pid):
-    try:
-        with open("/proc/%d/io" % pid) as handle:
-            return int(next(line for line in handle if line.startswith("write_bytes")).split()[1])
-    except (OSError, StopIteration, ValueError):
-        return None
 
 
 def _client_summary(result):
@@ -653,11 +645,7 @@ def main(argv=None):
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     log_path = os.path.join(args.out, "knob-effects-%s.log" % stamp)
 
-    def log(text):
-        line = "[%s] %s" % (time.strftime("%H:%M:%S"), text)
-        print(line, flush=True)
-        with open(log_path, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+    log = stamped_log(log_path)
 
     read_ahead = current_value("read_ahead_kb") if read_ahead_file() else None
     began = time.monotonic()

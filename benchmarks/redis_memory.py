@@ -57,7 +57,7 @@ import threading
 import time
 import traceback
 
-from _common import ROOT, use_collection
+from _common import ROOT, stamped_log, use_collection
 
 use_collection()
 
@@ -78,6 +78,18 @@ POLICIES = ("allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction")
 MIB = 1024.0 * 1024.0
 BARRIER_S = 60.0  # the longest a client or this script waits for the others at a window's edge
 POLL_S = 0.5  # how often a warm-up looks at the server
+# What every window measures, summed up per arm and written to the CSV.
+MEASURES = (
+    "ops_s",
+    "hit_ratio",
+    "server_hit_ratio",
+    "evicted_s",
+    "used_mib",
+    "keys",
+    "set_errors_s",
+    "node_cpu",
+    "client_cpu",
+)
 # What each client process counts, summed over the processes at every window edge (cpu_s: its user + system CPU).
 FIELDS = ("gets", "hits", "misses", "sets", "set_errors", "get_errors", "cpu_s")
 RESPONSE_ERROR = redis_adapter.redis_lib.exceptions.ResponseError if redis_adapter.HAS_REDIS else Exception
@@ -543,18 +555,7 @@ def arm_stats(records, label, keys=None, theta=None, zetan=None):
     """One arm's windows summed up: every measured quantity's spread, and the share of the requests its mean
     number of keys held would hit if they were the most popular ones (top_share)."""
     mine = [r for r in records if r["arm"] == label]
-    names = (
-        "ops_s",
-        "hit_ratio",
-        "server_hit_ratio",
-        "evicted_s",
-        "used_mib",
-        "keys",
-        "set_errors_s",
-        "node_cpu",
-        "client_cpu",
-    )
-    out = {name: spread([r[name] for r in mine]) for name in names}
+    out = {name: spread([r[name] for r in mine]) for name in MEASURES}
     if keys and out["keys"]:
         out["top_share"] = top_share(round(out["keys"]["mean"]), keys, theta, zetan)
     return out
@@ -742,22 +743,8 @@ def markdown(results, meta):
 
 
 def write_csv(path, results):
-    names = ["knob", "A", "B", "window"] + [
-        "arm",
-        "seconds",
-        "ops_s",
-        "hit_ratio",
-        "server_hit_ratio",
-        "counts_agree",
-        "evicted_s",
-        "used_mib",
-        "keys",
-        "set_errors_s",
-        "node_cpu",
-        "client_cpu",
-        "warm_s",
-        "warm_full",
-    ]
+    names = ["knob", "A", "B", "window", "arm", "seconds", *MEASURES[:3], "counts_agree", *MEASURES[3:]]
+    names += ["warm_s", "warm_full"]
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=names, extrasaction="ignore")
         writer.writeheader()
@@ -892,11 +879,7 @@ def main(argv=None):
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     base = os.path.join(args.out, "redis-memory-%s" % stamp)
 
-    def log(text):
-        line = "[%s] %s" % (time.strftime("%H:%M:%S"), text)
-        print(line, flush=True)
-        with open(base + ".log", "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+    log = stamped_log(base + ".log")
 
     designs_run = plan(args)
     labels = designs.window_order(args.pairs, "abba")
