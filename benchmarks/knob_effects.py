@@ -335,6 +335,22 @@ def measure_workload(spec, knobs, args, probe, log):
     return results
 
 
+def client_window(spec, table, args, seconds, settle, sampler, probe, label):
+    """One client run of settle + seconds on table, measured after its first settle seconds: its window record."""
+    client = Client(client_params(spec, table, settle + seconds, args.threads, args.records))
+    client.start()
+    time.sleep(settle)
+    start = sampler.sample()
+    client.join()
+    end = sampler.sample()
+    if client.error:
+        raise SystemExit("%s: the client failed: %s" % (spec, client.error))
+    # The client's own clock: its status lines end when it stops.
+    status = client.status()
+    end = dict(end, t=min(end["t"], status[-1][0])) if status else end
+    return window_record(label, start, end, status, probe.samples())
+
+
 def chunk_design(spec, args, sampler, probe, log):
     """The same rows in two tables of different compression chunk length; windows alternate tables, one client
     run per window (its first settle_s seconds left out)."""
@@ -343,20 +359,8 @@ def chunk_design(spec, args, sampler, probe, log):
     records = []
     for index, label in enumerate(labels):
         table = CHUNK_TABLES[values[label]]
-        client = Client(client_params(spec, table, args.chunk_settle_s + args.window_s, args.threads, args.records))
         began = time.time()
-        client.start()
-        time.sleep(args.chunk_settle_s)
-        start = sampler.sample()
-        client.join()
-        end = sampler.sample()
-        if client.error:
-            raise SystemExit("%s: the client failed: %s" % (spec, client.error))
-        # The client's own clock: its status lines end when it stops.
-        status = client.status()
-        stop = min(end["t"], status[-1][0]) if status else end["t"]
-        end = dict(end, t=stop)
-        records.append(window_record(label, start, end, status, probe.samples()))
+        records.append(client_window(spec, table, args, args.window_s, args.chunk_settle_s, sampler, probe, label))
         log(
             "  %s window %d/%d (%s = %d KiB, %.0f s) done"
             % (CHUNK_KNOB, index + 1, len(labels), label, values[label], time.time() - began)
@@ -381,20 +385,9 @@ def price_chunk_switch(spec, args, sampler, probe, log, chunk_kb=4):
     runs covered, their starts left out) and after, and the operations lost against the throughput before: the
     price the planner's cost-benefit weighs against the gain. The table's data set is reloaded by the next run."""
     table = CHUNK_TABLES[16]
-    speeds = probe.samples
 
     def measured_run(seconds, settle):
-        client = Client(client_params(spec, table, settle + seconds, args.threads, args.records))
-        client.start()
-        time.sleep(settle)
-        first = sampler.sample()
-        client.join()
-        last = sampler.sample()
-        if client.error:
-            raise SystemExit("%s: the client failed: %s" % (spec, client.error))
-        status = client.status()
-        last = dict(last, t=min(last["t"], status[-1][0])) if status else last
-        return window_record("run", first, last, status, speeds())
+        return client_window(spec, table, args, seconds, settle, sampler, probe, "run")
 
     before = measured_run(args.window_s, args.warmup_s)
     switch = sampler.sample()
