@@ -141,6 +141,19 @@ CHUNK_KNOB = "compression_chunk_kb"
 SWITCH_S = {"memtable": 90}
 
 
+def knob_name(spec):
+    """The knob of a --knobs entry: NAME or NAME=CANDIDATE."""
+    return spec.split("=", 1)[0] if spec else spec
+
+
+def knob_candidate(spec, default):
+    """The candidate value of a --knobs entry (NAME=CANDIDATE), else the knob's own candidate."""
+    if "=" not in spec:
+        return default
+    text = spec.split("=", 1)[1]
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
 def current_value(knob):
     if knob == "key_cache_size":
         _CAPACITIES["now"] = cache_capacities()
@@ -279,14 +292,15 @@ def measure_workload(spec, knobs, args, probe, log):
     labels = designs.window_order(args.pairs, "abba")
     aa_labels = designs.window_order(args.aa_pairs or args.pairs, "abba")
     plan = [] if args.aa_pairs == 0 else [("A/A", args.aa_window_s, None)]
-    plan += [(k, args.window_s, k) for k in knobs if k in LIVE_KNOBS]
+    plan += [(k, args.window_s, k) for k in knobs if knob_name(k) in LIVE_KNOBS]
     if not plan:
         return [chunk_design(spec, args, sampler, probe, log)] if CHUNK_KNOB in knobs else []
     # The client runs through every design; a switch that flushes (the memtable) took up to 80 s more per window
     # on the node shape, so each window is given its knob's switch time as well (a window the client did not
     # cover drops its pair).
     total = args.warmup_s + sum(
-        len(aa_labels if k is None else labels) * (args.settle_s + w + SWITCH_S.get(k, 5)) + 30 for _name, w, k in plan
+        len(aa_labels if k is None else labels) * (args.settle_s + w + SWITCH_S.get(knob_name(k), 5)) + 30
+        for _name, w, k in plan
     )
     client = Client(client_params(spec, "usertable", total + 60, args.threads, args.records))
     client.start()
@@ -297,8 +311,10 @@ def measure_workload(spec, knobs, args, probe, log):
         if knob is None:
             values, apply, how = {"A": "in place", "B": "in place"}, _unchanged, "the same configuration"
         else:
-            how, reference, candidate, apply = LIVE_KNOBS[knob]
-            reference = current_value(knob) if reference is None else reference
+            name = knob_name(knob)
+            how, reference, candidate, apply = LIVE_KNOBS[name]
+            candidate = knob_candidate(knob, candidate)
+            reference = current_value(name) if reference is None else reference
             values = {"A": reference, "B": candidate}
         try:
             order = aa_labels if knob is None else labels
@@ -578,7 +594,10 @@ def parse_args(argv):
     parser.add_argument("--short", action="store_true", help="workload B: A/A and two knobs, 30 s windows")
     parser.add_argument("--workloads", default=None, help="of %s, separated by commas" % ", ".join(WORKLOADS))
     parser.add_argument(
-        "--knobs", default=None, help="of %s; none: the A/A design alone" % ", ".join(list(LIVE_KNOBS) + [CHUNK_KNOB])
+        "--knobs",
+        default=None,
+        help="of %s (a live knob as NAME=VALUE sets its candidate); none: the A/A design alone"
+        % ", ".join(list(LIVE_KNOBS) + [CHUNK_KNOB]),
     )
     parser.add_argument("--pairs", type=int, default=None, help="pairs of windows per design (ABBA order)")
     parser.add_argument(
@@ -616,8 +635,9 @@ def parse_args(argv):
     for name in args.workloads:
         if name not in WORKLOADS:
             parser.error("--workloads: %r is not allowed; choose from %s" % (name, ", ".join(WORKLOADS)))
-    for name in args.knobs:
-        if name not in LIVE_KNOBS and name != CHUNK_KNOB:
+    for spec in args.knobs:
+        name = knob_name(spec)
+        if name not in LIVE_KNOBS and spec != CHUNK_KNOB:
             parser.error(
                 "--knobs: %r is not allowed; choose from %s" % (name, ", ".join(list(LIVE_KNOBS) + [CHUNK_KNOB]))
             )

@@ -84,6 +84,8 @@ def main():
     parameters = sorted({name for r in rows for name in r["config"]})
     if args.parameters:
         parameters = [name for name in args.parameters.split(",") if name]
+    # A computed default matters only for a parameter the rows vary.
+    defaults = {k: v for k, v in defaults.items() if k in parameters}
     space = surrogate_features.FeatureSpace(
         catalog.Catalog.for_store("cassandra", "5.0"), parameters, defaults=defaults
     )

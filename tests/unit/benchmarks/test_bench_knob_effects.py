@@ -103,3 +103,14 @@ def test_the_command_line_names_what_is_allowed():
     assert args.knobs == [] and args.aa_pairs == 16
     with pytest.raises(SystemExit):
         bench.parse_args(["--knobs", "row_cache"])
+
+
+def test_a_live_knob_takes_its_candidate_from_the_command_line():
+    args = bench.parse_args(["--workloads", "b", "--knobs", "concurrent_reads=128,key_cache_size=0"])
+    assert args.knobs == ["concurrent_reads=128", "key_cache_size=0"]
+    assert bench.knob_name("concurrent_reads=128") == "concurrent_reads"
+    assert bench.knob_candidate("concurrent_reads=128", 8) == 128
+    assert bench.knob_candidate("concurrent_reads", 8) == 8
+    assert bench.knob_candidate("memtable=skiplist", "trie") == "skiplist"
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--knobs", "row_cache=64"])
