@@ -86,6 +86,24 @@ def set_key_cache(value):
     nodetool("setcachecapacity", value, row, counter)
 
 
+def set_row_cache(value):
+    """The table's row cache on (value MiB of capacity, every row of a partition cached) or off (0: the table's
+    default caching, the cache emptied so that its memory goes back to the page cache). Live only when the node
+    started with row_cache_size above 0 (the bench inventory's 16 MiB): with 0 the node has no row cache to size."""
+    if not _CAPACITIES:
+        _CAPACITIES["now"] = cache_capacities()
+    key, row, counter = _CAPACITIES["now"]
+    rows = "ALL" if value else "NONE"
+    _shape.cql_execute(
+        "ALTER TABLE %s.usertable WITH caching = {'keys': 'ALL', 'rows_per_partition': '%s'}" % (KEYSPACE, rows)
+    )
+    if value:
+        nodetool("setcachecapacity", key, value, counter)
+    else:
+        nodetool("invalidaterowcache")
+        nodetool("setcachecapacity", key, row, counter)
+
+
 def read_ahead_file():
     """The read-ahead setting of the block device that holds the node's data directory."""
     dev = os.stat(DATA_DIR).st_dev
@@ -132,6 +150,12 @@ LIVE_KNOBS = {
         2,
         1,
         lambda v: nodetool("setconcurrentcompactors", v),
+    ),
+    "row_cache_size": (
+        "live: ALTER TABLE ... WITH caching (rows_per_partition ALL / NONE) and nodetool setcachecapacity (MiB)",
+        0,
+        256,
+        set_row_cache,
     ),
     "read_ahead_kb": ("live: the device's read_ahead_kb (not Cassandra's; machine-wide)", None, 16, set_read_ahead),
     "memtable": ("per table: ALTER TABLE ... WITH memtable (next flush)", "skiplist", "trie", set_memtable),

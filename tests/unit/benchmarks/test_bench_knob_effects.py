@@ -114,3 +114,18 @@ def test_a_live_knob_takes_its_candidate_from_the_command_line():
     assert bench.knob_candidate("memtable=skiplist", "trie") == "skiplist"
     with pytest.raises(SystemExit):
         bench.parse_args(["--knobs", "row_cache=64"])
+
+
+def test_the_row_cache_is_turned_on_per_table_and_emptied_when_off(monkeypatch):
+    calls = []
+    monkeypatch.setattr(bench, "nodetool", lambda *args: calls.append(("nodetool",) + args) or "")
+    monkeypatch.setattr(bench._shape, "cql_execute", lambda statement: calls.append(("cql", statement)))
+    monkeypatch.setitem(bench._CAPACITIES, "now", (51, 16, 25))
+    bench.set_row_cache(256)
+    assert "'rows_per_partition': 'ALL'" in calls[0][1]
+    assert calls[1] == ("nodetool", "setcachecapacity", 51, 256, 25)
+    calls.clear()
+    bench.set_row_cache(0)
+    assert "'rows_per_partition': 'NONE'" in calls[0][1]
+    assert calls[1:] == [("nodetool", "invalidaterowcache"), ("nodetool", "setcachecapacity", 51, 16, 25)]
+    assert bench.LIVE_KNOBS["row_cache_size"][1:3] == (0, 256)
