@@ -1,0 +1,243 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Training rows for the throughput surrogate, measured on the bench node shape (one node on its own CPU in a 2 GiB
+memory cgroup over 4.3 GB of rows, the client on the other CPU), warm, on the knobs that showed effects there.
+
+The design: per workload and per compression chunk length (the twin tables of knob_effects.py, 16 and 4 KiB),
+one warm client runs through the configurations of a D-optimal design (quadratic terms, so that points inside the
+ranges are measured too) over the live knobs, switched between windows as knob_effects.py does; the configuration
+in place (the defaults) opens and closes every run, so that a drift within a run shows in the rows. Each window
+becomes one dataset row (tactician.dataset_row/v1) with the node's CPU, the client side's CPU and the CPU speed
+the probe measured beside the throughput.
+
+    .venv/bin/ansible-playbook -i inventories/bench playbooks/lab_up.yml
+    .venv/bin/python benchmarks/shape_training.py --workloads b,a --configs 8
+    .venv/bin/python benchmarks/surrogate_accuracy.py --dataset .lab/bench/datasets/cassandra-shape.jsonl
+    .venv/bin/python benchmarks/shape_training.py --fit-only --model catalog/models/cassandra-shape.json
+
+Each (workload, table) takes (warm-up + (configs + 1) x (settle + window)) seconds: about 12 minutes with the
+defaults after the first, which warms the node for 10 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shutil
+import sys
+import time
+
+import knob_effects as ke
+from _common import stamped_log
+
+from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog, process
+from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
+from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_design, surrogate_features
+from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import speed_probe
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import ycsb
+
+# The live knobs of the design, their ranges on this node shape, and how each is applied.
+RANGES = {
+    "concurrent_reads": [4, 128],
+    "key_cache_size": [0, 256],
+    "compaction_throughput": [8, 128],
+}
+DEFAULTS = {"concurrent_reads": 32, "compaction_throughput": 64}
+CHUNK = "compression.chunk_length_in_kb"
+
+
+def apply_config(config):
+    for name, value in config.items():
+        if name == "key_cache_size":
+            ke.set_key_cache(int(value))
+        elif name == "concurrent_reads":
+            ke.nodetool("setconcurrency", "ReadStage", int(value))
+        elif name == "concurrent_writes":
+            ke.nodetool("setconcurrency", "MutationStage", int(value))
+        elif name == "compaction_throughput":
+            ke.nodetool("setcompactionthroughput", int(value))
+        else:
+            raise SystemExit("%s: not a live knob of this design (%s)" % (name, ", ".join(RANGES)))
+
+
+def live_design(count, seed, key_cache_mb):
+    """count configurations of the live knobs, the defaults first: a D-optimal design with quadratic terms."""
+    space = surrogate_features.FeatureSpace(
+        catalog.Catalog.for_store("cassandra", "5.0"),
+        list(RANGES),
+        ranges=RANGES,
+        defaults=dict(DEFAULTS, key_cache_size=key_cache_mb),
+    )
+    found = surrogate_design.design(space, count, method="d_optimal", seed=seed, terms="quadratic")
+    return [{k: int(round(float(v))) for k, v in point.items()} for point in found["points"]]
+
+
+def workload_row(spec, records, threads):
+    letter = ke.WORKLOADS[spec]["workload"]
+    props = ke.WORKLOADS[spec]["props"]
+    mix = ycsb.op_mix(ycsb.workload(letter, **props))
+    return {
+        "name": spec,
+        "mix": mix,
+        "records": records,
+        "requestdistribution": ycsb.workload(letter, **props).requestdistribution,
+        "threads": threads,
+    }
+
+
+def run_table(spec, chunk_kb, configs, args, sampler, probe, log, warmup_s):
+    """One client run on the table of chunk_kb through configs (the defaults before and after): window records."""
+    table = ke.CHUNK_TABLES[chunk_kb]
+    order = [configs[0]] + configs[1:] + [configs[0]]
+    total = warmup_s + len(order) * (args.settle_s + args.window_s + 5) + 60
+    client = ke.Client(ke.client_params(spec, table, total, args.threads, args.records))
+    client.start()
+    log("%s / %s KiB: warm-up %d s, then %d windows" % (spec, chunk_kb, warmup_s, len(order)))
+    time.sleep(warmup_s)
+    windows = []
+    try:
+        for index, config in enumerate(order):
+            apply_config(config)
+            time.sleep(args.settle_s)
+            start = sampler.sample()
+            time.sleep(args.window_s)
+            windows.append((config, start, sampler.sample()))
+            log("  window %d/%d %s done" % (index + 1, len(order), config))
+            if client.error or not client.is_alive():
+                break
+    finally:
+        apply_config(configs[0])
+    client.join()
+    if client.error:
+        raise SystemExit("%s: the client failed: %s" % (spec, client.error))
+    status, speeds = client.status(), probe.samples()
+    return [(config, ke.window_record("-", start, end, status, speeds)) for config, start, end in windows]
+
+
+def dataset_rows(spec, chunk_kb, measured, args, stamp):
+    rows = []
+    for index, (config, record) in enumerate(measured):
+        if not record["ops_s"]:
+            continue
+        seconds = record["seconds"]
+        rows.append(
+            {
+                "key": "shape-%s/%s/%dk/w%02d" % (stamp, spec, chunk_kb, index),
+                "workload": workload_row(spec, args.records, args.threads),
+                "config": dict(config, **{CHUNK: chunk_kb}),
+                "hardware": {"heap_mb": 1024, "memory_limit_mb": 2048, "server_cpus": 1},
+                "ops_per_s": record["ops_s"],
+                "run": {
+                    "wall_s": seconds,
+                    "server_cpu_s": round(record["server_cpu"] * seconds, 2),
+                    "client_cpu_s": round(record["client_side_cpu"] * seconds, 2),
+                    # The client has a CPU of its own here: nothing else shares the node's.
+                    "other_cpu_s": 0.0,
+                    "cpu_speed": record["cpu_speed"],
+                    "ops_per_speed": record["ops_per_speed"],
+                    "read_mb_s": record["read_mb_s"],
+                    "cache_mb": record["cache_mb"],
+                    "window": index,
+                },
+            }
+        )
+    return rows
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--workloads", default="b,a", help="of %s, separated by commas" % ", ".join(ke.WORKLOADS))
+    parser.add_argument("--chunks", default="16,4", help="compression chunk lengths (KiB) of the twin tables")
+    parser.add_argument("--configs", type=int, default=8, help="configurations per (workload, table), the defaults one")
+    parser.add_argument("--window-s", type=float, default=60.0)
+    parser.add_argument("--settle-s", type=float, default=8.0)
+    parser.add_argument("--warmup-s", type=float, default=600.0, help="before the first run")
+    parser.add_argument("--rewarm-s", type=float, default=120.0, help="before every later run (another table)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--records", type=int, default=4000000)
+    parser.add_argument("--threads", type=int, default=64)
+    parser.add_argument("--dataset", default=os.path.join(ke.BENCH, "datasets", "cassandra-shape.jsonl"))
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="fit the surrogate on the dataset and save it here, its rows beside it (NAME.dataset.jsonl)",
+    )
+    parser.add_argument("--fit-only", action="store_true", help="measure nothing: fit the dataset (needs --model)")
+    args = parser.parse_args(argv)
+    args.workloads = args.workloads.split(",")
+    for name in args.workloads:
+        if name not in ke.WORKLOADS:
+            parser.error("--workloads: %r is not allowed; choose from %s" % (name, ", ".join(ke.WORKLOADS)))
+    try:
+        args.chunks = [int(c) for c in args.chunks.split(",")]
+    except ValueError:
+        parser.error("--chunks: give KiB values from %s" % ", ".join(str(c) for c in ke.CHUNK_TABLES))
+    for chunk in args.chunks:
+        if chunk not in ke.CHUNK_TABLES:
+            parser.error("--chunks: %r is not allowed; choose from %s" % (chunk, ", ".join(map(str, ke.CHUNK_TABLES))))
+    if args.fit_only and not args.model:
+        parser.error("--fit-only: give --model, the file to save the surrogate in")
+    if args.configs < 2:
+        parser.error("--configs: %r is too few; choose 2 or more" % args.configs)
+    return args
+
+
+def fit(dataset, model_file, log=print):
+    """Fit the surrogate on the dataset's rows, save it to model_file and the rows beside it; the summary lines."""
+    rows = modeling.read_dataset(dataset)
+    hardware = modelstore.hardware_profile(name="bench-shape", vcpu=1, ram_gb=2.0, heap_mb=1024)
+    _doc, _evaluation, summary = modeling.fit_surrogate(
+        rows,
+        "cassandra",
+        "5.0",
+        hardware,
+        model_file=model_file,
+        ranges=dict(RANGES, **{CHUNK: [min(ke.CHUNK_TABLES), max(ke.CHUNK_TABLES)]}),
+        defaults={"key_cache_size": 51},
+    )
+    base = model_file[: -len(".json")] if model_file.endswith(".json") else model_file
+    shutil.copyfile(dataset, base + ".dataset.jsonl")
+    for line in summary:
+        log(line)
+    return summary
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.fit_only:
+        fit(args.dataset, args.model)
+        return 0
+    client_cpus, server_cpus = process.cpu_split()
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
+    out = os.path.join(ke.BENCH, "shape-training")
+    os.makedirs(out, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    log = stamped_log(os.path.join(out, "shape-training-%s.log" % stamp))
+    ke._shape.ensure_loaded(args.records, log=log)
+    log(ke._shape.describe())
+    key_cache_mb = ke.current_value("key_cache_size")
+    sampler = ke.Sampler(ke._shape.server_pid())
+    written = 0
+    warmup = args.warmup_s
+    probe_file = os.path.join(out, "cpu-speed-%s.txt" % stamp)
+    with speed_probe.SpeedProbe(server_cpus or set(range(os.cpu_count() or 1)), probe_file) as probe:
+        for w_index, spec in enumerate(args.workloads):
+            for c_index, chunk_kb in enumerate(args.chunks):
+                seed = args.seed + 10 * w_index + c_index
+                configs = live_design(args.configs, seed, key_cache_mb)
+                measured = run_table(spec, chunk_kb, configs, args, sampler, probe, log, warmup)
+                warmup = args.rewarm_s
+                for row in dataset_rows(spec, chunk_kb, measured, args, stamp):
+                    written += bool(modeling.append_row(args.dataset, row.pop("key"), row))
+                log("%s / %s KiB: %d windows; dataset %s" % (spec, chunk_kb, len(measured), args.dataset))
+    log("%d rows written to %s" % (written, args.dataset))
+    if args.model:
+        fit(args.dataset, args.model, log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Surrogate + GA on the bench node shape, re-measured side by side: the configuration the genetic search finds on
+the shape surrogate (benchmarks/shape_training.py) against the defaults, with the defaults against themselves as
+the noise floor, in one run, in turns.
+
+The search: per workload, the GA (planning/tuner.py) on the surrogate's prediction, once with each compression chunk
+length of the twin tables held fixed (4 and 16 KiB: the tables of the same rows written at each), the live knobs
+free; the higher prediction is the tuned configuration. The surrogate was fitted on other runs (its training rows),
+so this comparison takes no part in the tuning.
+
+The measurement: rounds of three client runs, one per arm (defaults, tuned, defaults again), the order rotated
+each round (a Latin square over every three rounds) so that no arm always follows another; each run is one client
+on the arm's table with the arm's live knobs applied, its first settle seconds left out. Per arm, the ratio to the
+defaults of the same round, the geometric mean over rounds with a 95 % interval (t on the logarithms); "defaults
+again" is the A/A floor of the same design. Node CPU and client-side CPU per arm beside the throughput.
+
+    .venv/bin/python benchmarks/shape_tuning.py --workloads b --rounds 6
+    .venv/bin/python benchmarks/shape_tuning.py --render .lab/bench/shape-tuning/shape-tuning-<stamp>.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import knob_effects as ke
+import shape_training as st
+from _common import ROOT, stamped_log
+
+from ansible_collections.tactician.nosql.plugins.module_utils.core import process
+from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
+from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import speed_probe
+
+SHIPPED = os.path.join(ROOT, "catalog", "models", "cassandra-shape.json")
+ARMS = ("defaults", "tuned", "defaults again")
+
+
+def tuned_config(model, hardware, spec, records, threads, defaults):
+    """(config, predicted ops/s, {chunk: (config, predicted)}): the search's best with each twin table's chunk length
+    held fixed, the changes the surrogate does not reward taken back to the defaults."""
+    work = st.workload_row(spec, records, threads)
+    work.pop("name")
+    found = {}
+    for chunk in sorted(ke.CHUNK_TABLES):
+        start = dict(defaults, **{st.CHUNK: chunk})
+        # A pool and a short genetic refinement, then every change the model does not reward is taken back.
+        result = tuner.tune_many(
+            tuner.Throughput(model, hardware=hardware),
+            [([work], None)],
+            fixed={st.CHUNK: chunk},
+            include=[start],
+            seed=0,
+            reference=start,
+        )[0]
+        config = {k: int(round(float(v))) for k, v in result["config"].items()}
+        found[chunk] = (config, float(result["predicted"][0]))
+    best = max(found, key=lambda c: found[c][1])
+    return found[best][0], found[best][1], found
+
+
+def rotation(rounds):
+    """The order of the arms per round: a Latin square repeated (each arm first, second and third equally often)."""
+    orders = [ARMS, (ARMS[1], ARMS[2], ARMS[0]), (ARMS[2], ARMS[0], ARMS[1])]
+    return [orders[r % 3] for r in range(rounds)]
+
+
+def interval(ratios):
+    """(geometric mean, low, high) of ratios, 95 % t interval on the logarithms."""
+    from scipy import stats
+
+    logs = [math.log(r) for r in ratios]
+    mean = math.exp(statistics.mean(logs))
+    if len(logs) < 2:
+        return mean, float("nan"), float("nan")
+    half = stats.t.ppf(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return mean, mean * math.exp(-half), mean * math.exp(half)
+
+
+def summarize(windows):
+    """{arm: {"ratio", "low", "high", "n", "won", "ops_s", "server_cpu", "client_side_cpu", "read_mb_s"}}: each arm
+    against the defaults of the same round."""
+    by_round = {}
+    for w in windows:
+        if w.get("ops_s"):
+            by_round.setdefault(w["round"], {})[w["arm"]] = w
+    out = {}
+    for arm in ARMS:
+        ratios = [r[arm]["ops_s"] / r["defaults"]["ops_s"] for r in by_round.values() if arm in r and "defaults" in r]
+        mine = [w for w in windows if w["arm"] == arm and w.get("ops_s")]
+
+        def mean(key, mine=mine):
+            values = [w[key] for w in mine if w.get(key) is not None]
+            return statistics.mean(values) if values else None
+
+        ratio, low, high = interval(ratios) if ratios else (float("nan"),) * 3
+        out[arm] = {
+            "ratio": ratio,
+            "low": low,
+            "high": high,
+            "n": len(ratios),
+            "won": sum(r > 1 for r in ratios),
+            "ops_s": mean("ops_s"),
+            "server_cpu": mean("server_cpu"),
+            "client_side_cpu": mean("client_side_cpu"),
+            "read_mb_s": mean("read_mb_s"),
+        }
+    return out
+
+
+def markdown(results):
+    lines = [
+        "| workload | arm | configuration | predicted ops/s | measured ops/s | vs defaults, same round [95 %]"
+        " | rounds won | verdict against the A/A floor | node CPU | client side CPU | disk read MB/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for item in results:
+        summary = summarize(item["windows"])
+        floor = summary["defaults again"]
+        half = max(abs(math.log(floor["low"])), abs(math.log(floor["high"]))) if floor["n"] >= 2 else float("nan")
+        for arm in ARMS:
+            s = summary[arm]
+            if arm == "defaults":
+                verdict, text = "-", "1 (the reference)"
+            else:
+                text = "%.3f [%.3f, %.3f]" % (s["ratio"], s["low"], s["high"])
+                if arm == "defaults again":
+                    verdict = "the floor: +-%.1f %%" % (100 * (math.exp(half) - 1))
+                elif s["low"] > math.exp(half):
+                    verdict = "**better**, outside the floor"
+                elif s["high"] < math.exp(-half):
+                    verdict = "worse, outside the floor"
+                else:
+                    verdict = "inside the floor"
+            lines.append(
+                "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                % (
+                    item["workload"].upper(),
+                    arm,
+                    json.dumps(item["configs"][arm], sort_keys=True),
+                    "%.0f" % item["predicted"][arm] if item["predicted"].get(arm) else "-",
+                    "%.0f" % s["ops_s"] if s["ops_s"] else "-",
+                    text,
+                    "-" if arm == "defaults" else "%d of %d" % (s["won"], s["n"]),
+                    verdict,
+                    ke._fmt(s["server_cpu"]),
+                    ke._fmt(s["client_side_cpu"]),
+                    ke._fmt(s["read_mb_s"], "%.0f"),
+                )
+            )
+    return "\n".join(lines) + "\n"
+
+
+def measure(spec, configs, args, sampler, probe, log):
+    windows = []
+    for index, order in enumerate(rotation(args.rounds)):
+        for arm in order:
+            config = dict(configs[arm])
+            chunk = config.pop(st.CHUNK)
+            st.apply_config(config)
+            began = time.time()
+            record = ke.client_window(
+                spec, ke.CHUNK_TABLES[chunk], args, args.window_s, args.settle_s, sampler, probe, arm
+            )
+            windows.append(dict(record, round=index))
+            log(
+                "  round %d/%d %s (%s KiB) %s ops/s (%.0f s)"
+                % (index + 1, args.rounds, arm, chunk, ke._fmt(record["ops_s"], "%.0f"), time.time() - began)
+            )
+    st.apply_config({k: v for k, v in configs["defaults"].items() if k != st.CHUNK})
+    return windows
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--workloads", default="b", help="of %s, separated by commas" % ", ".join(ke.WORKLOADS))
+    parser.add_argument(
+        "--model", default=SHIPPED, help="the shape surrogate (default %s)" % os.path.relpath(SHIPPED, ROOT)
+    )
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--window-s", type=float, default=60.0)
+    parser.add_argument("--settle-s", type=float, default=20.0, help="left out at every client run's start")
+    parser.add_argument("--records", type=int, default=4000000)
+    parser.add_argument("--threads", type=int, default=64)
+    parser.add_argument("--render", default=None, help="print the table of a saved run (its JSON file) and stop")
+    args = parser.parse_args(argv)
+    args.workloads = args.workloads.split(",")
+    for name in args.workloads:
+        if name not in ke.WORKLOADS:
+            parser.error("--workloads: %r is not allowed; choose from %s" % (name, ", ".join(ke.WORKLOADS)))
+    if args.rounds < 2:
+        parser.error("--rounds: %r is too few for an interval; choose 2 or more" % args.rounds)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.render:
+        with open(args.render, encoding="utf-8") as handle:
+            print(markdown(json.load(handle)["results"]))
+        return 0
+    if not os.path.exists(args.model):
+        raise SystemExit("--model: %s does not exist; make it with benchmarks/shape_training.py --model" % args.model)
+    data, metadata = modelstore.load_model(args.model, kind="surrogate", store="cassandra")
+    model = sg.Surrogate.from_dict(data)
+    hardware = metadata["hardware_profile"]
+    client_cpus, server_cpus = process.cpu_split()
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
+    out = os.path.join(ke.BENCH, "shape-tuning")
+    os.makedirs(out, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    log = stamped_log(os.path.join(out, "shape-tuning-%s.log" % stamp))
+    ke._shape.ensure_loaded(args.records, log=log)
+    shape = ke._shape.describe()
+    log(shape)
+    defaults = dict(st.DEFAULTS, key_cache_size=ke.current_value("key_cache_size"))
+    sampler = ke.Sampler(ke._shape.server_pid())
+    results = []
+    began = time.monotonic()
+    with speed_probe.SpeedProbe(
+        server_cpus or set(range(os.cpu_count() or 1)), os.path.join(out, "cpu-speed-%s.txt" % stamp)
+    ) as probe:
+        for spec in args.workloads:
+            config, predicted, per_chunk = tuned_config(model, hardware, spec, args.records, args.threads, defaults)
+            base = dict(defaults, **{st.CHUNK: 16})
+            configs = {"defaults": base, "tuned": config, "defaults again": base}
+            work = st.workload_row(spec, args.records, args.threads)
+            work.pop("name")
+            base_predicted = float(tuner.Throughput(model, hardware=hardware).node_matrix([work], [base])[0][0])
+            log("%s: tuned %s (predicted %.0f ops/s; per chunk %s)" % (spec, config, predicted, per_chunk))
+            windows = measure(spec, configs, args, sampler, probe, log)
+            results.append(
+                {
+                    "workload": spec,
+                    "configs": configs,
+                    "predicted": {"tuned": predicted, "defaults": base_predicted},
+                    "per_chunk": {str(k): v for k, v in per_chunk.items()},
+                    "windows": windows,
+                }
+            )
+            with open(os.path.join(out, "shape-tuning-%s.json" % stamp), "w", encoding="utf-8") as handle:
+                json.dump({"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str)
+    text = "Node shape: %s.\n\n%s\nWall time: %.0f min.\n" % (shape, markdown(results), (time.monotonic() - began) / 60)
+    with open(os.path.join(out, "shape-tuning-%s.md" % stamp), "w", encoding="utf-8") as handle:
+        handle.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

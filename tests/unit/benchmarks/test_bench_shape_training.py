@@ -1,0 +1,57 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""benchmarks/shape_training.py without a server: the design over the live knobs, the dataset rows a run's
+windows become (and that the surrogate's accuracy benchmark reads), and the command line."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from testlib import ROOT
+
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
+if BENCHMARKS not in sys.path:
+    sys.path.insert(0, BENCHMARKS)
+
+import shape_training as bench
+
+
+def test_the_design_starts_from_the_defaults_and_stays_in_its_ranges():
+    configs = bench.live_design(8, 0, 51)
+    assert len(configs) == 8
+    assert configs[0] == {"concurrent_reads": 32, "key_cache_size": 51, "compaction_throughput": 64}
+    for config in configs:
+        for name, (low, high) in bench.RANGES.items():
+            assert low <= config[name] <= high
+    assert bench.live_design(8, 0, 51) == configs  # the same seed, the same design
+
+
+def test_windows_become_dataset_rows_with_the_chunk_length_and_the_cpu():
+    record = {
+        "ops_s": 4200.0,
+        "seconds": 60.0,
+        "server_cpu": 0.97,
+        "client_side_cpu": 0.25,
+        "cpu_speed": 1.1,
+        "ops_per_speed": 3818.2,
+        "read_mb_s": 40.0,
+        "cache_mb": 640,
+    }
+    config = {"concurrent_reads": 8, "key_cache_size": 0, "compaction_throughput": 64}
+    args = bench.parse_args(["--workloads", "b"])
+    rows = bench.dataset_rows("b", 4, [(config, record), (config, dict(record, ops_s=None))], args, "T")
+    assert len(rows) == 1  # a window the client did not cover gives no row
+    row = rows[0]
+    assert row["config"][bench.CHUNK] == 4 and row["config"]["concurrent_reads"] == 8
+    assert row["workload"]["name"] == "b" and row["workload"]["mix"]["read"] == pytest.approx(0.95)
+    assert row["run"]["server_cpu_s"] == pytest.approx(58.2) and row["run"]["client_cpu_s"] == pytest.approx(15.0)
+    assert row["key"] == "shape-T/b/4k/w00"
+
+
+def test_the_command_line_names_what_is_allowed():
+    assert bench.parse_args([]).workloads == ["b", "a"]
+    for bad in (["--workloads", "z"], ["--chunks", "8"], ["--chunks", "x"], ["--configs", "1"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(bad)
