@@ -267,6 +267,20 @@ EXPERIMENTS = (
         needs=BENCH_NODE,
         site="bench",
     ),
+    Experiment(
+        "shape_tuning",
+        "shape_tuning.py",
+        "Surrogate + GA on the node shape (the shape surrogate the repository ships) against the defaults, with the "
+        "defaults against themselves as the floor, rounds of client runs in rotated order",
+        "issue: a lab where tuning matters; seed 002 (surrogate + GA)",
+        # A round is three client runs of settle + window on a table of the data set (about 90 s each at the full
+        # size): 6 rounds of B are about 27 minutes, 2 short rounds of 20 s windows about 3 minutes.
+        short=("--rounds", "2", "--window-s", "20", "--settle-s", "10"),
+        full=("--workloads", "b", "--rounds", "6"),
+        needs=BENCH_NODE,
+        outputs=False,
+        site="bench",
+    ),
     # Last: the longest, and its races and rounds start from scratch in the results folder.
     Experiment(
         "tuning_gain",
