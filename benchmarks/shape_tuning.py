@@ -38,7 +38,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.core import proces
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
-from ansible_collections.tactician.nosql.plugins.module_utils.trials import speed_probe
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import designs, speed_probe
 
 SHIPPED = os.path.join(ROOT, "catalog", "models", "cassandra-shape.json")
 ARMS = ("defaults", "tuned", "defaults again")
@@ -73,18 +73,6 @@ def rotation(rounds):
     return [orders[r % 3] for r in range(rounds)]
 
 
-def interval(ratios):
-    """(geometric mean, low, high) of ratios, 95 % t interval on the logarithms."""
-    from scipy import stats
-
-    logs = [math.log(r) for r in ratios]
-    mean = math.exp(statistics.mean(logs))
-    if len(logs) < 2:
-        return mean, float("nan"), float("nan")
-    half = stats.t.ppf(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return mean, mean * math.exp(-half), mean * math.exp(half)
-
-
 def summarize(windows):
     """{arm: {"ratio", "low", "high", "n", "won", "ops_s", "server_cpu", "client_side_cpu", "read_mb_s"}}: each arm
     against the defaults of the same round."""
@@ -101,13 +89,15 @@ def summarize(windows):
             values = [w[key] for w in mine if w.get(key) is not None]
             return statistics.mean(values) if values else None
 
-        ratio, low, high = interval(ratios) if ratios else (float("nan"),) * 3
+        # The geometric mean and its t interval on the logarithms, as every design of trials/designs.py reads them.
+        found = designs.summarize(ratios)
+        low, high = found["t_interval"] or (float("nan"), float("nan"))
         out[arm] = {
-            "ratio": ratio,
+            "ratio": found["ratio"] if found["ratio"] is not None else float("nan"),
             "low": low,
             "high": high,
-            "n": len(ratios),
-            "won": sum(r > 1 for r in ratios),
+            "n": found["n"],
+            "won": found["b_won"],
             "ops_s": mean("ops_s"),
             "server_cpu": mean("server_cpu"),
             "client_side_cpu": mean("client_side_cpu"),
