@@ -6,10 +6,12 @@ and CQL against it. Import after _common.use_collection(integration=True)."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import os
 import time
 
-from _common import ROOT
+from _common import ROOT, stamped_log
 from ansible_run import run_playbook
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups, process
@@ -18,18 +20,82 @@ from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra i
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import run_nodetool
 
 BENCH = os.path.join(ROOT, ".lab", "bench")
-INVENTORY = os.path.join(ROOT, "inventories", "bench")
-NODE_DIR = os.path.join(BENCH, "cassandra", "bench-cassandra1")
-DATA_DIR = os.path.join(NODE_DIR, "data", "data")
-PID_FILE = os.path.join(NODE_DIR, "cassandra.pid")
 HOME = os.path.join(ROOT, ".lab", "cassandra-5.0.9")
 DRIVER = os.path.join(BENCH, "load-driver")
-HOST, JMX_PORT, KEYSPACE = "127.0.0.31", 7899, "tactician"
-GROUP = "cassandra-%s-9042" % HOST
+KEYSPACE = "tactician"
 RECORDS = 4000000
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """A bench node: its inventory, where it lives, how it is reached, and the tables of its data sets (compression
+    chunk length in KiB -> table) with the storage mode and SSTable format its data sets are written in."""
+
+    name: str
+    inventory: str
+    host: str
+    jmx_port: int
+    tables: dict
+    compatibility: str = "CASSANDRA_4"
+    sstable_format: str = "big"
+
+    @property
+    def node_dir(self):
+        return os.path.join(BENCH, "cassandra", self.name)
+
+    @property
+    def data_dir(self):
+        return os.path.join(self.node_dir, "data", "data")
+
+    @property
+    def pid_file(self):
+        return os.path.join(self.node_dir, "cassandra.pid")
+
+    @property
+    def group(self):
+        return "cassandra-%s-9042" % self.host
+
+
 # The table the workloads run on, and a twin of it written with 4 KiB compression blocks (Cassandra's default is
 # 16 KiB): the same rows, so that the chunk length can be compared without rewriting a table between windows.
-CHUNK_TABLES = {16: "usertable", 4: "usertable_c4"}
+BENCH_NODE = Node(
+    "bench-cassandra1",
+    os.path.join(ROOT, "inventories", "bench"),
+    "127.0.0.31",
+    7899,
+    {16: "usertable", 4: "usertable_c4"},
+)
+# The experts' configuration (Cassandra 5.0.9's conf/cassandra_latest.yaml: BTI files, trie memtables, unified
+# compaction) on a node of the same shape beside it, its rows written in its own format.
+LATEST_NODE = Node(
+    "bench-latest1",
+    os.path.join(ROOT, "inventories", "bench-latest"),
+    "127.0.0.33",
+    7999,
+    {16: "usertable"},
+    compatibility="NONE",
+    sstable_format="bti",
+)
+# The bench node's, for the benchmarks that measure on it alone.
+INVENTORY, NODE_DIR, DATA_DIR, PID_FILE = (
+    BENCH_NODE.inventory,
+    BENCH_NODE.node_dir,
+    BENCH_NODE.data_dir,
+    BENCH_NODE.pid_file,
+)
+HOST, JMX_PORT, GROUP, CHUNK_TABLES = BENCH_NODE.host, BENCH_NODE.jmx_port, BENCH_NODE.group, BENCH_NODE.tables
+
+
+def start_run(kind, out=None):
+    """What every measuring script on the bench node does first: this process (and the clients it starts) kept off
+    the node's CPU, the output folder, a UTC stamp and a stamped log there. Returns (out, stamp, log, server_cpus)."""
+    client_cpus, server_cpus = process.cpu_split()
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
+    out = out or os.path.join(BENCH, kind)
+    os.makedirs(out, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return out, stamp, stamped_log(os.path.join(out, "%s-%s.log" % (kind, stamp))), server_cpus
 
 
 def password():
@@ -37,67 +103,87 @@ def password():
         return handle.read().strip()
 
 
-def nodetool(*args):
-    return run_nodetool(HOME, "127.0.0.1", JMX_PORT, [str(a) for a in args], timeout=3600)
+def nodetool(*args, node=BENCH_NODE):
+    return run_nodetool(HOME, "127.0.0.1", node.jmx_port, [str(a) for a in args], timeout=3600)
 
 
-def cql_execute(statement, timeout=120):
-    cluster, session = cql.connect(dict(login_hosts=[HOST], login_user="tactician", login_password=password()))
+def cql_execute(statement, timeout=120, node=BENCH_NODE):
+    cluster, session = cql.connect(dict(login_hosts=[node.host], login_user="tactician", login_password=password()))
     try:
         return list(session.execute(statement, timeout=timeout))
     finally:
         cluster.shutdown()
 
 
-def server_pid():
-    return process.read_pid(PID_FILE)
+def server_pid(node=BENCH_NODE):
+    return process.read_pid(node.pid_file)
 
 
-def require_node():
-    if not server_pid() or not process.pid_alive(server_pid()):
-        raise SystemExit("the bench node is not running: ansible-playbook -i inventories/bench playbooks/lab_up.yml")
+def node_running(node=BENCH_NODE):
+    pid = server_pid(node)
+    return bool(pid) and process.pid_alive(pid)
 
 
-def datasets(records=RECORDS, chunks=(16, 4)):
-    """The data sets of the tables (written when missing, kept): chunk length in KiB -> description."""
+def require_node(node=BENCH_NODE):
+    if not node_running(node):
+        raise SystemExit(
+            "the bench node %s is not running: ansible-playbook -i %s playbooks/lab_up.yml"
+            % (node.name, os.path.relpath(node.inventory, ROOT))
+        )
+
+
+def datasets(records=RECORDS, chunks=(16, 4), node=BENCH_NODE):
+    """The data sets of the node's tables (written when missing, kept): chunk length in KiB -> description."""
     out = {}
     for chunk in chunks:
+        if chunk not in node.tables:
+            continue
         options = "compression = {'class': 'LZ4Compressor', 'chunk_length_in_kb': %d}" % chunk
         out[chunk] = bulk.build_dataset(
-            os.path.join(BENCH, "datasets"), HOME, DRIVER, KEYSPACE, CHUNK_TABLES[chunk], records, table_options=options
+            os.path.join(BENCH, "datasets"),
+            HOME,
+            DRIVER,
+            KEYSPACE,
+            node.tables[chunk],
+            records,
+            table_options=options,
+            compatibility=node.compatibility,
+            sstable_format=node.sstable_format,
         )
         out[chunk]["options"] = options
     return out
 
 
-def playbook(name):
-    result = run_playbook(os.path.join(ROOT, "playbooks", name), INVENTORY)
+def playbook(name, node=BENCH_NODE):
+    result = run_playbook(os.path.join(ROOT, "playbooks", name), node.inventory)
     if result.returncode != 0:
-        raise SystemExit("%s on the bench inventory failed:\n%s" % (name, result.stdout[-3000:]))
+        raise SystemExit(
+            "%s on the inventory %s failed:\n%s" % (name, os.path.relpath(node.inventory, ROOT), result.stdout[-3000:])
+        )
 
 
-def reload(sets, log=print):
+def reload(sets, log=print, node=BENCH_NODE):
     """Truncate the tables, stop the node, link the data sets in, start it (the node starts cold)."""
     began = time.monotonic()
-    cluster, session = cql.connect(dict(login_hosts=[HOST], login_user="tactician", login_password=password()))
+    cluster, session = cql.connect(dict(login_hosts=[node.host], login_user="tactician", login_password=password()))
     try:
         for dataset in sets.values():
             cql.prepare_ycsb_table(session, KEYSPACE, dataset["table"], 10, 1, truncate=True)
             session.execute("ALTER TABLE %s.%s WITH %s" % (KEYSPACE, dataset["table"], dataset["options"]), timeout=60)
     finally:
         cluster.shutdown()
-    playbook("lab_down.yml")
+    playbook("lab_down.yml", node)
     for dataset in sets.values():
-        bulk.link_into_table(dataset, DATA_DIR)
-    playbook("lab_up.yml")
+        bulk.link_into_table(dataset, node.data_dir)
+    playbook("lab_up.yml", node)
     log("reloaded %s in %.0f s" % (", ".join(d["name"] for d in sets.values()), time.monotonic() - began))
 
 
-def ensure_loaded(records=RECORDS, chunks=(16, 4), force=False, log=print):
+def ensure_loaded(records=RECORDS, chunks=(16, 4), force=False, log=print, node=BENCH_NODE):
     """The data sets in the node's tables: reloaded when asked, or when a table no longer holds its data set's
     files (a compaction rewrote them, or another data set is in). Returns the data sets."""
-    require_node()
-    sets = datasets(records, chunks)
+    require_node(node)
+    sets = datasets(records, chunks, node)
     for dataset in sets.values():
         log(
             "data set %s: %d rows, %.2f GB%s"
@@ -108,15 +194,15 @@ def ensure_loaded(records=RECORDS, chunks=(16, 4), force=False, log=print):
                 " (written in %.0f s)" % dataset["seconds"] if dataset["built"] else "",
             )
         )
-    if force or not all(bulk.is_loaded(d, DATA_DIR) for d in sets.values()):
-        reload(sets, log)
+    if force or not all(bulk.is_loaded(d, node.data_dir) for d in sets.values()):
+        reload(sets, log, node)
     return sets
 
 
-def describe():
+def describe(node=BENCH_NODE):
     """The node shape in one line, for every table of results."""
     client_cpus, server_cpus = process.cpu_split()
-    group = cgroups.MemoryGroup(GROUP).stats() if cgroups.version() else {}
+    group = cgroups.MemoryGroup(node.group).stats() if cgroups.version() else {}
     return "node on CPU %s, load driver and controller on CPU %s; memory cgroup limit %s (heap 1 GiB); %s" % (
         process.format_cpus(server_cpus),
         process.format_cpus(client_cpus),

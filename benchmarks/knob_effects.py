@@ -30,19 +30,18 @@ Needs root for the memory cgroup and the read-ahead knob (the device's setting i
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import sys
 import threading
 import time
 
-from _common import stamped_log, use_collection
+from _common import use_collection
 
 use_collection(integration=True)
 
 import _shape
-from _shape import BENCH, CHUNK_TABLES, DATA_DIR, DRIVER, GROUP, HOST, KEYSPACE, PID_FILE, nodetool, password
+from _shape import BENCH, CHUNK_TABLES, DATA_DIR, DRIVER, GROUP, KEYSPACE, nodetool, password
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups, process
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import designs, speed_probe
@@ -192,9 +191,9 @@ def current_value(knob):
 class Sampler:
     """CPU of the node and of the rest of the machine, the node's disk reads and page cache, at one moment."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, group=GROUP):
         self.pid = pid
-        self.group = cgroups.MemoryGroup(GROUP) if cgroups.version() else None
+        self.group = cgroups.MemoryGroup(group) if cgroups.version() else None
 
     def sample(self):
         counters = {}
@@ -235,13 +234,13 @@ def window_record(label, start, end, status, speeds):
     }
 
 
-def client_params(spec, table, seconds, threads, records):
+def client_params(spec, table, seconds, threads, records, node=_shape.BENCH_NODE):
     props = dict(WORKLOADS[spec]["props"], recordcount=records, operationcount=loadrun.UNBOUNDED_OPERATIONS)
     props["table"] = table
     return loadrun.with_defaults(
         store="cassandra",
         driver_home=DRIVER,
-        hosts=[HOST],
+        hosts=[node.host],
         login_user="tactician",
         login_password=password(),
         keyspace=KEYSPACE,
@@ -251,7 +250,7 @@ def client_params(spec, table, seconds, threads, records):
         max_seconds=int(seconds),
         status_interval=1,
         properties=props,
-        server_pid_files=[PID_FILE],
+        server_pid_files=[node.pid_file],
         timeout=int(seconds) + 600,
     )
 
@@ -375,9 +374,10 @@ def measure_workload(spec, knobs, args, probe, log):
     return results
 
 
-def client_window(spec, table, args, seconds, settle, sampler, probe, label):
-    """One client run of settle + seconds on table, measured after its first settle seconds: its window record."""
-    client = Client(client_params(spec, table, settle + seconds, args.threads, args.records))
+def client_window(spec, table, args, seconds, settle, sampler, probe, label, node=_shape.BENCH_NODE):
+    """One client run of settle + seconds on the node's table, measured after its first settle seconds: its window
+    record (the sampler samples that node)."""
+    client = Client(client_params(spec, table, settle + seconds, args.threads, args.records, node))
     client.start()
     time.sleep(settle)
     start = sampler.sample()
@@ -675,14 +675,7 @@ def main(argv=None):
             saved = json.load(handle)
         print(markdown(saved["results"], saved["shape"]))
         return 0
-    client_cpus, _server_cpus = process.cpu_split()
-    if client_cpus:
-        os.sched_setaffinity(0, client_cpus)  # this script and the clients it starts stay off the node's CPU
-    os.makedirs(args.out, exist_ok=True)
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    log_path = os.path.join(args.out, "knob-effects-%s.log" % stamp)
-
-    log = stamped_log(log_path)
+    args.out, stamp, log, server_cpus = _shape.start_run("knob-effects", args.out)
 
     read_ahead = current_value("read_ahead_kb") if read_ahead_file() else None
     began = time.monotonic()
@@ -691,7 +684,6 @@ def main(argv=None):
     log(shape)
     results = []
     out_json = os.path.join(args.out, "knob-effects-%s.json" % stamp)
-    _client, server_cpus = process.cpu_split()
     probe_file = os.path.join(args.out, "cpu-speed-%s.txt" % stamp)
     try:
         with speed_probe.SpeedProbe(server_cpus or set(range(os.cpu_count() or 1)), probe_file) as probe:

@@ -22,16 +22,14 @@ defaults after the first, which warms the node for 10 minutes.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import shutil
 import sys
 import time
 
 import knob_effects as ke
-from _common import stamped_log
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog, process
+from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_design, surrogate_features
 from ansible_collections.tactician.nosql.plugins.module_utils.models import training as modeling
@@ -209,13 +207,7 @@ def main(argv=None):
     if args.fit_only:
         fit(args.dataset, args.model)
         return 0
-    client_cpus, server_cpus = process.cpu_split()
-    if client_cpus:
-        os.sched_setaffinity(0, client_cpus)
-    out = os.path.join(ke.BENCH, "shape-training")
-    os.makedirs(out, exist_ok=True)
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    log = stamped_log(os.path.join(out, "shape-training-%s.log" % stamp))
+    out, stamp, log, server_cpus = ke._shape.start_run("shape-training")
     ke._shape.ensure_loaded(args.records, log=log)
     log(ke._shape.describe())
     key_cache_mb = ke.current_value("key_cache_size")

@@ -22,7 +22,6 @@ again" is the A/A floor of the same design. Node CPU and client-side CPU per arm
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
 import os
@@ -32,9 +31,8 @@ import time
 
 import knob_effects as ke
 import shape_training as st
-from _common import ROOT, stamped_log
+from _common import ROOT
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import process
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
@@ -42,6 +40,9 @@ from ansible_collections.tactician.nosql.plugins.module_utils.trials import desi
 
 SHIPPED = os.path.join(ROOT, "catalog", "models", "cassandra-shape.json")
 ARMS = ("defaults", "tuned", "defaults again")
+# With --latest: the experts' configuration (Cassandra 5.0.9's conf/cassandra_latest.yaml) on a node of its own.
+LATEST = "cassandra_latest"
+ARMS_LATEST = ("defaults", "tuned", LATEST, "defaults again")
 
 
 def tuned_config(model, hardware, spec, records, threads, defaults):
@@ -67,13 +68,26 @@ def tuned_config(model, hardware, spec, records, threads, defaults):
     return found[best][0], found[best][1], found
 
 
-def rotation(rounds):
-    """The order of the arms per round: a Latin square repeated (each arm first, second and third equally often)."""
-    orders = [ARMS, (ARMS[1], ARMS[2], ARMS[0]), (ARMS[2], ARMS[0], ARMS[1])]
-    return [orders[r % 3] for r in range(rounds)]
+def rotation(rounds, arms=ARMS):
+    """The order of the arms per round: a Latin square repeated, each arm in every position equally often; for an
+    even number of arms a Williams square, where every arm also follows every other arm once."""
+    n = len(arms)
+    if n % 2:
+        orders = [arms[r:] + arms[:r] for r in range(n)]
+    else:
+        # The first row 0, 1, n-1, 2, n-2, ...; every other row adds r to it (mod n).
+        first, low, high = [0], 1, n - 1
+        while len(first) < n:
+            first.append(low)
+            low += 1
+            if len(first) < n:
+                first.append(high)
+                high -= 1
+        orders = [tuple(arms[(i + r) % n] for i in first) for r in range(n)]
+    return [tuple(orders[r % n]) for r in range(rounds)]
 
 
-def summarize(windows):
+def summarize(windows, arms=ARMS):
     """{arm: {"ratio", "low", "high", "n", "won", "ops_s", "server_cpu", "client_side_cpu", "read_mb_s"}}: each arm
     against the defaults of the same round."""
     by_round = {}
@@ -81,7 +95,7 @@ def summarize(windows):
         if w.get("ops_s"):
             by_round.setdefault(w["round"], {})[w["arm"]] = w
     out = {}
-    for arm in ARMS:
+    for arm in arms:
         ratios = [r[arm]["ops_s"] / r["defaults"]["ops_s"] for r in by_round.values() if arm in r and "defaults" in r]
         mine = [w for w in windows if w["arm"] == arm and w.get("ops_s")]
 
@@ -102,6 +116,7 @@ def summarize(windows):
             "server_cpu": mean("server_cpu"),
             "client_side_cpu": mean("client_side_cpu"),
             "read_mb_s": mean("read_mb_s"),
+            "idle_node_cpu": mean("idle_node_cpu"),
         }
     return out
 
@@ -113,10 +128,11 @@ def markdown(results):
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for item in results:
-        summary = summarize(item["windows"])
+        arms = tuple(item.get("arms", ARMS))
+        summary = summarize(item["windows"], arms)
         floor = summary["defaults again"]
         half = max(abs(math.log(floor["low"])), abs(math.log(floor["high"]))) if floor["n"] >= 2 else float("nan")
-        for arm in ARMS:
+        for arm in arms:
             s = summary[arm]
             if arm == "defaults":
                 verdict, text = "-", "1 (the reference)"
@@ -141,7 +157,8 @@ def markdown(results):
                     text,
                     "-" if arm == "defaults" else "%d of %d" % (s["won"], s["n"]),
                     verdict,
-                    ke._fmt(s["server_cpu"]),
+                    ke._fmt(s["server_cpu"])
+                    + (" (idle node %s)" % ke._fmt(s["idle_node_cpu"]) if s.get("idle_node_cpu") is not None else ""),
                     ke._fmt(s["client_side_cpu"]),
                     ke._fmt(s["read_mb_s"], "%.0f"),
                 )
@@ -149,24 +166,55 @@ def markdown(results):
     return "\n".join(lines) + "\n"
 
 
-def measure(spec, configs, args, sampler, probe, log):
+def measure(spec, configs, args, samplers, probe, log):
+    """The rounds: one client run per arm on the arm's node and table, the bench node's live knobs set to the arm's
+    configuration first (the latest node's settings are its cassandra.yaml). Each run also records the CPU of the
+    node that idles meanwhile."""
     windows = []
-    for index, order in enumerate(rotation(args.rounds)):
+    arms = tuple(configs)
+    for index, order in enumerate(rotation(args.rounds, arms)):
         for arm in order:
             config = dict(configs[arm])
             chunk = config.pop(st.CHUNK)
-            st.apply_config(config)
+            node = config.pop("node", None)
+            node = ke._shape.LATEST_NODE if node == LATEST else ke._shape.BENCH_NODE
+            if node is ke._shape.BENCH_NODE:
+                st.apply_config(config)
+            others = [sampler for name, sampler in samplers.items() if name != node.name]
+            idle = [sampler.sample() for sampler in others]
             began = time.time()
             record = ke.client_window(
-                spec, ke.CHUNK_TABLES[chunk], args, args.window_s, args.settle_s, sampler, probe, arm
+                spec, node.tables[chunk], args, args.window_s, args.settle_s, samplers[node.name], probe, arm, node
             )
+            if others:
+                after = [sampler.sample() for sampler in others]
+                record["idle_node_cpu"] = round(
+                    sum(b["server_cpu"] - a["server_cpu"] for a, b in zip(idle, after, strict=True))
+                    / max(1.0, time.time() - began),
+                    3,
+                )
             windows.append(dict(record, round=index))
             log(
-                "  round %d/%d %s (%s KiB) %s ops/s (%.0f s)"
-                % (index + 1, args.rounds, arm, chunk, ke._fmt(record["ops_s"], "%.0f"), time.time() - began)
+                "  round %d/%d %s (%s, %s KiB) %s ops/s (%.0f s)"
+                % (index + 1, args.rounds, arm, node.name, chunk, ke._fmt(record["ops_s"], "%.0f"), time.time() - began)
             )
     st.apply_config({k: v for k, v in configs["defaults"].items() if k != st.CHUNK})
     return windows
+
+
+def warm_up(spec, configs, args, samplers, probe, log):
+    """One client run of --warmup-s on every table an arm reads (the bench node at its defaults), so that no arm
+    starts colder than another."""
+    st.apply_config({k: v for k, v in configs["defaults"].items() if k != st.CHUNK})
+    seen = []
+    for config in configs.values():
+        node = ke._shape.LATEST_NODE if config.get("node") == LATEST else ke._shape.BENCH_NODE
+        key = (node.name, node.tables[config[st.CHUNK]])
+        if key in seen:
+            continue
+        seen.append(key)
+        record = ke.client_window(spec, key[1], args, args.warmup_s, 0, samplers[node.name], probe, "warm-up", node)
+        log("  warm-up of %s on %s: %s ops/s" % (key[1], node.name, ke._fmt(record["ops_s"], "%.0f")))
 
 
 def parse_args(argv):
@@ -178,6 +226,15 @@ def parse_args(argv):
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--window-s", type=float, default=60.0)
     parser.add_argument("--settle-s", type=float, default=20.0, help="left out at every client run's start")
+    parser.add_argument(
+        "--latest",
+        action="store_true",
+        help="an arm more: Cassandra 5.0.9's cassandra_latest.yaml on its own node (inventories/bench-latest)",
+    )
+    parser.add_argument(
+        "--warmup-s", type=float, default=0.0, help="a client run on every table an arm reads before the rounds"
+    )
+    parser.add_argument("--reload", action="store_true", help="reload the data sets even when they are in place")
     parser.add_argument("--records", type=int, default=4000000)
     parser.add_argument("--threads", type=int, default=64)
     parser.add_argument("--render", default=None, help="print the table of a saved run (its JSON file) and stop")
@@ -188,7 +245,52 @@ def parse_args(argv):
             parser.error("--workloads: %r is not allowed; choose from %s" % (name, ", ".join(ke.WORKLOADS)))
     if args.rounds < 2:
         parser.error("--rounds: %r is too few for an interval; choose 2 or more" % args.rounds)
+    if args.latest and args.rounds % 4:
+        parser.error(
+            "--rounds: %r with --latest; choose a multiple of 4 (a Williams square of four arms)" % args.rounds
+        )
     return args
+
+
+def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log):
+    for node in nodes:
+        ke._shape.ensure_loaded(args.records, force=args.reload, log=log, node=node)
+    shape = ke._shape.describe()
+    log(shape)
+    defaults = dict(st.DEFAULTS, key_cache_size=ke.current_value("key_cache_size"))
+    samplers = {node.name: ke.Sampler(ke._shape.server_pid(node), node.group) for node in nodes}
+    results = []
+    began = time.monotonic()
+    with speed_probe.SpeedProbe(
+        server_cpus or set(range(os.cpu_count() or 1)), os.path.join(out, "cpu-speed-%s.txt" % stamp)
+    ) as probe:
+        for spec in args.workloads:
+            config, predicted, per_chunk = tuned_config(model, hardware, spec, args.records, args.threads, defaults)
+            base = dict(defaults, **{st.CHUNK: 16})
+            configs = {"defaults": base, "tuned": config}
+            if args.latest:
+                configs[LATEST] = {"node": LATEST, st.CHUNK: 16}
+            configs["defaults again"] = base
+            work = st.workload_row(spec, args.records, args.threads)
+            work.pop("name")
+            base_predicted = float(tuner.Throughput(model, hardware=hardware).node_matrix([work], [base])[0][0])
+            log("%s: tuned %s (predicted %.0f ops/s; per chunk %s)" % (spec, config, predicted, per_chunk))
+            if args.warmup_s:
+                warm_up(spec, configs, args, samplers, probe, log)
+            windows = measure(spec, configs, args, samplers, probe, log)
+            results.append(
+                {
+                    "workload": spec,
+                    "arms": list(configs),
+                    "configs": configs,
+                    "predicted": {"tuned": predicted, "defaults": base_predicted},
+                    "per_chunk": {str(k): v for k, v in per_chunk.items()},
+                    "windows": windows,
+                }
+            )
+            with open(os.path.join(out, "shape-tuning-%s.json" % stamp), "w", encoding="utf-8") as handle:
+                json.dump({"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str)
+    return results, shape, began
 
 
 def main(argv=None):
@@ -202,43 +304,20 @@ def main(argv=None):
     data, metadata = modelstore.load_model(args.model, kind="surrogate", store="cassandra")
     model = sg.Surrogate.from_dict(data)
     hardware = metadata["hardware_profile"]
-    client_cpus, server_cpus = process.cpu_split()
-    if client_cpus:
-        os.sched_setaffinity(0, client_cpus)
-    out = os.path.join(ke.BENCH, "shape-tuning")
-    os.makedirs(out, exist_ok=True)
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
-    log = stamped_log(os.path.join(out, "shape-tuning-%s.log" % stamp))
-    ke._shape.ensure_loaded(args.records, log=log)
-    shape = ke._shape.describe()
-    log(shape)
-    defaults = dict(st.DEFAULTS, key_cache_size=ke.current_value("key_cache_size"))
-    sampler = ke.Sampler(ke._shape.server_pid())
-    results = []
-    began = time.monotonic()
-    with speed_probe.SpeedProbe(
-        server_cpus or set(range(os.cpu_count() or 1)), os.path.join(out, "cpu-speed-%s.txt" % stamp)
-    ) as probe:
-        for spec in args.workloads:
-            config, predicted, per_chunk = tuned_config(model, hardware, spec, args.records, args.threads, defaults)
-            base = dict(defaults, **{st.CHUNK: 16})
-            configs = {"defaults": base, "tuned": config, "defaults again": base}
-            work = st.workload_row(spec, args.records, args.threads)
-            work.pop("name")
-            base_predicted = float(tuner.Throughput(model, hardware=hardware).node_matrix([work], [base])[0][0])
-            log("%s: tuned %s (predicted %.0f ops/s; per chunk %s)" % (spec, config, predicted, per_chunk))
-            windows = measure(spec, configs, args, sampler, probe, log)
-            results.append(
-                {
-                    "workload": spec,
-                    "configs": configs,
-                    "predicted": {"tuned": predicted, "defaults": base_predicted},
-                    "per_chunk": {str(k): v for k, v in per_chunk.items()},
-                    "windows": windows,
-                }
-            )
-            with open(os.path.join(out, "shape-tuning-%s.json" % stamp), "w", encoding="utf-8") as handle:
-                json.dump({"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str)
+    out, stamp, log, server_cpus = ke._shape.start_run("shape-tuning")
+    nodes = [ke._shape.BENCH_NODE] + ([ke._shape.LATEST_NODE] if args.latest else [])
+    started = []
+    if args.latest and not ke._shape.node_running(ke._shape.LATEST_NODE):
+        # The latest node is this run's own: started here (about 90 s) and stopped at the end.
+        log("starting %s (inventories/bench-latest)" % ke._shape.LATEST_NODE.name)
+        ke._shape.playbook("lab_up.yml", ke._shape.LATEST_NODE)
+        started.append(ke._shape.LATEST_NODE)
+    try:
+        results, shape, began = run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log)
+    finally:
+        for node in started:
+            log("stopping %s" % node.name)
+            ke._shape.playbook("lab_down.yml", node)
     text = "Node shape: %s.\n\n%s\nWall time: %.0f min.\n" % (shape, markdown(results), (time.monotonic() - began) / 60)
     with open(os.path.join(out, "shape-tuning-%s.md" % stamp), "w", encoding="utf-8") as handle:
         handle.write(text)

@@ -53,6 +53,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.planning import (
     racing,
     tuner,
 )
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import designs
 
 INVENTORY = os.path.join(ROOT, "inventories", "bench")
 LAB = os.path.join(ROOT, ".lab", "bench")
@@ -131,15 +132,11 @@ def run_value(row):
 
 def interval(ratios):
     """Geometric mean of the per-round ratios and its 95 % t interval (on the logarithms, so that a round where
-    the default happened to be slow does not weigh more than one where it happened to be fast)."""
-    from scipy import stats
-
-    logs = [math.log(r) for r in ratios]
-    mean = math.exp(statistics.mean(logs))
-    if len(logs) < 2:
-        return mean, float("nan"), float("nan")
-    half = stats.t.ppf(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return mean, mean * math.exp(-half), mean * math.exp(half)
+    the default happened to be slow does not weigh more than one where it happened to be fast), as every design of
+    trials/designs.py reads them."""
+    found = designs.summarize(ratios)
+    low, high = found["t_interval"] or (float("nan"), float("nan"))
+    return found["ratio"], low, high
 
 
 def main():

@@ -39,6 +39,42 @@ def test_every_arm_takes_every_place_in_the_order():
         assert sorted(order[place] for order in orders) == sorted(bench.ARMS * 2)
 
 
+def test_four_arms_rotate_in_a_williams_square():
+    orders = bench.rotation(8, bench.ARMS_LATEST)
+    for place in range(4):
+        assert sorted(order[place] for order in orders) == sorted(bench.ARMS_LATEST * 2)
+    # Every arm follows every other arm equally often: no carry-over of one arm falls on another more than the rest.
+    follows = {}
+    for order in orders[:4]:
+        for before, after in zip(order, order[1:], strict=False):
+            follows[(before, after)] = follows.get((before, after), 0) + 1
+    assert len(follows) == 12 and set(follows.values()) == {1}
+
+
+def test_the_latest_arm_is_summarized_and_printed_beside_the_others():
+    windows = []
+    for index, order in enumerate(bench.rotation(4, bench.ARMS_LATEST)):
+        for arm in order:
+            ops = {"defaults": 4000.0, "tuned": 5000.0, bench.LATEST: 4400.0}.get(arm, 4000.0 + 10 * index)
+            windows.append({"arm": arm, "round": index, "ops_s": ops, "server_cpu": 0.97, "idle_node_cpu": 0.01})
+    summary = bench.summarize(windows, bench.ARMS_LATEST)
+    assert summary[bench.LATEST]["ratio"] == pytest.approx(1.1)
+    configs = {arm: {"concurrent_reads": 32} for arm in bench.ARMS_LATEST}
+    configs[bench.LATEST] = {"node": bench.LATEST, "compression_chunk_kb": 16}
+    text = bench.markdown(
+        [
+            {
+                "workload": "b",
+                "arms": list(bench.ARMS_LATEST),
+                "configs": configs,
+                "predicted": {},
+                "windows": windows,
+            }
+        ]
+    )
+    assert "| B | cassandra_latest |" in text and "(idle node 0.01)" in text
+
+
 def test_a_gain_beyond_the_floor_is_called_better():
     summary = bench.summarize(_windows(6, 1.25))
     assert summary["tuned"]["ratio"] == pytest.approx(1.25, rel=0.02)

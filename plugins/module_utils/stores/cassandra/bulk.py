@@ -56,6 +56,8 @@ _LINKED = ("-Data.db", "-Index.db", "-Partitions.db", "-Rows.db")
 _CONFIG = """cluster_name: tactician-dataset
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 storage_compatibility_mode: %(mode)s
+sstable:
+  selected_format: %(format)s
 data_file_directories: [%(work)s/data]
 commitlog_directory: %(work)s/commitlog
 saved_caches_directory: %(work)s/saved_caches
@@ -75,10 +77,43 @@ class BulkLoadError(CassandraServerError):
 
 
 COMPATIBILITY_MODES = ("CASSANDRA_4", "UPGRADING", "NONE")
+SSTABLE_FORMATS = ("big", "bti")
+
+
+def sstable_version(compatibility="CASSANDRA_4", sstable_format="big"):
+    """The SSTable version Cassandra 5.0 writes in a storage compatibility mode and format: nb (4.x's), oa (5.0's
+    BIG) or da (the trie-indexed BTI format, which the CASSANDRA_4 mode refuses)."""
+    if compatibility not in COMPATIBILITY_MODES:
+        raise BulkLoadError(
+            "storage_compatibility_mode: %r is not allowed; choose one of %s (the node's cassandra.yaml value)"
+            % (compatibility, ", ".join(COMPATIBILITY_MODES))
+        )
+    if sstable_format not in SSTABLE_FORMATS:
+        raise BulkLoadError(
+            "sstable_format: %r is not allowed; choose one of %s (the node's sstable.selected_format)"
+            % (sstable_format, ", ".join(SSTABLE_FORMATS))
+        )
+    if compatibility == "CASSANDRA_4":
+        if sstable_format == "bti":
+            raise BulkLoadError(
+                "sstable_format: bti is not available in storage_compatibility_mode CASSANDRA_4; choose big, or the"
+                " mode UPGRADING or NONE"
+            )
+        return "nb"
+    return "oa" if sstable_format == "big" else "da"
 
 
 def dataset_name(
-    keyspace, table, records, fieldcount, fieldlength, seed, compatibility="CASSANDRA_4", options="", max_sstable_mib=0
+    keyspace,
+    table,
+    records,
+    fieldcount,
+    fieldlength,
+    seed,
+    compatibility="CASSANDRA_4",
+    options="",
+    max_sstable_mib=0,
+    sstable_format="big",
 ):
     try:
         check_name(keyspace, "keyspace")
@@ -88,14 +123,9 @@ def dataset_name(
     for value, field in ((records, "recordcount"), (fieldcount, "fieldcount"), (fieldlength, "fieldlength")):
         if not isinstance(value, int) or value < 1:
             raise BulkLoadError("%s: %r must be a whole number of at least 1" % (field, value))
-    if compatibility not in COMPATIBILITY_MODES:
-        raise BulkLoadError(
-            "storage_compatibility_mode: %r is not allowed; choose one of %s (the node's cassandra.yaml value)"
-            % (compatibility, ", ".join(COMPATIBILITY_MODES))
-        )
+    version = sstable_version(compatibility, sstable_format)
     if ";" in (options or ""):
         raise BulkLoadError("table_options: %r: one WITH clause, no ';'" % (options,))
-    version = "nb" if compatibility != "NONE" else "oa"
     name = "%s.%s-%dx%dx%d-seed%d-%s" % (keyspace, table, records, fieldcount, fieldlength, int(seed), version)
     if max_sstable_mib:
         name += "-s%d" % int(max_sstable_mib)
@@ -149,15 +179,26 @@ def build_dataset(
     heap="1g",
     compatibility="CASSANDRA_4",
     table_options="",
+    sstable_format="big",
 ):
     """The data set's directory under cache_dir, written when missing. Returns its description (dir, rows,
     bytes, files, seconds it took to write, built: True when written now). table_options: the text after WITH
     of the table's CREATE TABLE (its compression fixes the SSTables' chunk length); the live table must have the
     same. max_sstable_mib 0 writes one SSTable (as a table after a major compaction: a size-tiered table leaves it
     alone, where many SSTables of one size would start a compaction of the whole data set at once); else SSTables
-    of at most that size."""
+    of at most that size. compatibility and sstable_format: the node's storage_compatibility_mode and
+    sstable.selected_format, which fix the files' version (nb, oa or da: sstable_version)."""
     name = dataset_name(
-        keyspace, table, records, fieldcount, fieldlength, seed, compatibility, table_options, max_sstable_mib
+        keyspace,
+        table,
+        records,
+        fieldcount,
+        fieldlength,
+        seed,
+        compatibility,
+        table_options,
+        max_sstable_mib,
+        sstable_format,
     )
     final = os.path.join(cache_dir, name)
     meta_file = os.path.join(final, "dataset.json")
@@ -176,7 +217,7 @@ def build_dataset(
     work = os.path.join(partial, ".work")
     config = os.path.join(cache_dir, "bulk-cassandra.yaml")
     with open(config, "w", encoding="utf-8") as handle:
-        handle.write(_CONFIG % {"work": work, "mode": compatibility})
+        handle.write(_CONFIG % {"work": work, "mode": compatibility, "format": sstable_format})
     argv = [java, "-Xms" + heap, "-Xmx" + heap] + _module_flags(_SERVER_EXPORTS, _SERVER_OPENS)
     argv += [
         "-Dio.netty.tryReflectionSetAccessible=true",
@@ -205,6 +246,14 @@ def build_dataset(
         raise BulkLoadError("the data set writer failed: %s" % (proc.stderr.strip() or proc.stdout.strip())[-1200:])
     shutil.rmtree(os.path.join(partial, ".work"), ignore_errors=True)
     files = sorted(os.listdir(partial))
+    version = sstable_version(compatibility, sstable_format)
+    wrong = [f for f in files if f.endswith("-Data.db") and not f.startswith(version + "-")]
+    if wrong or not any(f.endswith("-Data.db") for f in files):
+        shutil.rmtree(partial, ignore_errors=True)
+        raise BulkLoadError(
+            "the data set writer wrote %s, not SSTables of version %s: check the tool configuration"
+            % (", ".join(wrong) or "no Data.db file", version)
+        )
     meta = {
         "name": name,
         "keyspace": keyspace,
@@ -214,6 +263,7 @@ def build_dataset(
         "fieldlength": fieldlength,
         "seed": int(seed),
         "storage_compatibility_mode": compatibility,
+        "sstable_format": sstable_format,
         "table_options": table_options or "",
         "files": len(files),
         "bytes": sum(os.path.getsize(os.path.join(partial, f)) for f in files),

@@ -16,6 +16,8 @@ def test_dataset_name_carries_what_makes_it():
         == "tactician.usertable-4000000x10x100-seed1-nb"
     )
     assert bulk.dataset_name("ks", "t", 10, 1, 1, 2, "NONE").endswith("-oa")
+    assert bulk.dataset_name("ks", "t", 10, 1, 1, 2, "NONE", sstable_format="bti").endswith("-da")
+    assert bulk.dataset_name("ks", "t", 10, 1, 1, 2, "UPGRADING", sstable_format="bti").endswith("-da")
     with_options = bulk.dataset_name("ks", "t", 10, 1, 1, 2, options="compression = {'chunk_length_in_kb': 4}")
     assert with_options.startswith("ks.t-10x1x1-seed2-nb-") and with_options != bulk.dataset_name(
         "ks", "t", 10, 1, 1, 2
@@ -31,6 +33,8 @@ def test_dataset_name_carries_what_makes_it():
         (("ks", "t", 1, "10", 1, 1), "fieldcount"),
         (("ks", "t", 1, 1, 1, 1, "CASSANDRA_3"), "storage_compatibility_mode"),
         (("ks", "t", 1, 1, 1, 1, "NONE", "x = 1; DROP TABLE t"), "table_options"),
+        (("ks", "t", 1, 1, 1, 1, "NONE", "", 0, "trie"), "sstable_format"),
+        (("ks", "t", 1, 1, 1, 1, "CASSANDRA_4", "", 0, "bti"), "sstable_format"),
     ],
 )
 def test_bad_input_names_the_field(args, field):
