@@ -5,18 +5,22 @@ memory cgroup over 4.3 GB of rows, the client on the other CPU), warm, on the kn
 
 The design: per workload and per compression chunk length (the twin tables of knob_effects.py, 16 and 4 KiB),
 one warm client runs through the configurations of a D-optimal design (quadratic terms, so that points inside the
-ranges are measured too) over the live knobs, switched between windows as knob_effects.py does; the configuration
-in place (the defaults) opens and closes every run, so that a drift within a run shows in the rows. Each window
-becomes one dataset row (tactician.dataset_row/v1) with the node's CPU, the client side's CPU and the CPU speed
-the probe measured beside the throughput.
+ranges are measured too) over the live knobs, switched between windows as knob_effects.py does. The configuration
+in place (the defaults) opens and closes every run and comes back every --defaults-every windows: a run's
+throughput drifts (each update-bearing client leaves SSTables its later windows read through), and each row's
+throughput is corrected by the defaults interpolated at its window (the measured one is kept beside it).
+--reload-each gives every workload a freshly reloaded table. Each window becomes one dataset row
+(tactician.dataset_row/v1) with the node's CPU, the client side's CPU and the CPU speed the probe measured beside
+the throughput.
 
     .venv/bin/ansible-playbook -i inventories/bench playbooks/lab_up.yml
-    .venv/bin/python benchmarks/shape_training.py --workloads b,a --configs 8
+    .venv/bin/python benchmarks/shape_training.py --workloads b,a,c,f --configs 7 --reload-each
     .venv/bin/python benchmarks/surrogate_accuracy.py --dataset .lab/bench/datasets/cassandra-shape.jsonl
     .venv/bin/python benchmarks/shape_training.py --fit-only --model catalog/models/cassandra-shape.json
 
-Each (workload, table) takes (warm-up + (configs + 1) x (settle + window)) seconds: about 12 minutes with the
-defaults after the first, which warms the node for 10 minutes.
+Each (workload, table) takes warm-up + windows x (settle + window) seconds, with configs - 1 windows of the
+design and one of the defaults every --defaults-every - 1 of them, first and last: with 7 configurations and the
+defaults every third window, 10 windows, about 11 minutes of 60 s windows after the warm-up.
 """
 
 from __future__ import annotations
@@ -85,10 +89,47 @@ def workload_row(spec, records, threads):
     }
 
 
+def interleaved(configs, every):
+    """The order of a run's windows: the defaults (configs[0]) first, then after every `every` - 1 other
+    configurations, and last. every 0: the defaults first and last only."""
+    others = configs[1:]
+    if not every:
+        return [configs[0]] + others + [configs[0]]
+    order = [configs[0]]
+    step = max(1, every - 1)
+    for start in range(0, len(others), step):
+        order += others[start : start + step] + [configs[0]]
+    return order
+
+
+def drift_corrected(measured, reference):
+    """The windows' throughput with the run's drift taken out: each window's ops/s times the run's mean of the
+    reference windows over the reference interpolated at that window (linearly between the reference windows on
+    either side; the nearest one at the ends). Returns [(config, record, factor)], factor 1 when the run has fewer
+    than two reference windows with a throughput."""
+    anchors = [(r["start"], r["ops_s"]) for c, r in measured if c == reference and r.get("ops_s")]
+    if len(anchors) < 2:
+        return [(c, r, 1.0) for c, r in measured]
+    level = sum(v for _t, v in anchors) / len(anchors)
+    out = []
+    for config, record in measured:
+        t = record["start"]
+        before = [a for a in anchors if a[0] <= t]
+        after = [a for a in anchors if a[0] >= t]
+        if before and after and after[0][0] > before[-1][0]:
+            (t0, v0), (t1, v1) = before[-1], after[0]
+            at = v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+        else:
+            at = (before[-1] if before else after[0])[1]
+        out.append((config, record, level / at))
+    return out
+
+
 def run_table(spec, chunk_kb, configs, args, sampler, probe, log, warmup_s):
-    """One client run on the table of chunk_kb through configs (the defaults before and after): window records."""
+    """One client run on the table of chunk_kb through configs, the defaults (configs[0]) interleaved every
+    --defaults-every windows: window records."""
     table = ke.CHUNK_TABLES[chunk_kb]
-    order = [configs[0]] + configs[1:] + [configs[0]]
+    order = interleaved(configs, args.defaults_every)
     total = warmup_s + len(order) * (args.settle_s + args.window_s + 5) + 60
     client = ke.Client(ke.client_params(spec, table, total, args.threads, args.records))
     client.start()
@@ -114,9 +155,12 @@ def run_table(spec, chunk_kb, configs, args, sampler, probe, log, warmup_s):
     return [(config, ke.window_record("-", start, end, status, speeds)) for config, start, end in windows]
 
 
-def dataset_rows(spec, chunk_kb, measured, args, stamp):
+def dataset_rows(spec, chunk_kb, measured, args, stamp, reference=None):
+    """One dataset row per window with a throughput. With reference (the run's defaults), ops_per_s is the drift
+    corrected throughput (drift_corrected) and the run keeps the measured one beside it."""
+    factors = drift_corrected(measured, reference) if reference is not None else [(c, r, 1.0) for c, r in measured]
     rows = []
-    for index, (config, record) in enumerate(measured):
+    for index, (config, record, factor) in enumerate(factors):
         if not record["ops_s"]:
             continue
         seconds = record["seconds"]
@@ -126,7 +170,7 @@ def dataset_rows(spec, chunk_kb, measured, args, stamp):
                 "workload": workload_row(spec, args.records, args.threads),
                 "config": dict(config, **{CHUNK: chunk_kb}),
                 "hardware": {"heap_mb": 1024, "memory_limit_mb": 2048, "server_cpus": 1},
-                "ops_per_s": record["ops_s"],
+                "ops_per_s": round(record["ops_s"] * factor, 1),
                 "run": {
                     "wall_s": seconds,
                     "server_cpu_s": round(record["server_cpu"] * seconds, 2),
@@ -138,6 +182,8 @@ def dataset_rows(spec, chunk_kb, measured, args, stamp):
                     "read_mb_s": record["read_mb_s"],
                     "cache_mb": record["cache_mb"],
                     "window": index,
+                    "measured_ops_s": record["ops_s"],
+                    "drift_factor": round(factor, 4),
                 },
             }
         )
@@ -153,6 +199,16 @@ def parse_args(argv):
     parser.add_argument("--settle-s", type=float, default=8.0)
     parser.add_argument("--warmup-s", type=float, default=600.0, help="before the first run")
     parser.add_argument("--rewarm-s", type=float, default=120.0, help="before every later run (another table)")
+    parser.add_argument(
+        "--defaults-every",
+        type=int,
+        default=3,
+        help="a window of the defaults every N windows of a run, each row's throughput corrected for the drift "
+        "they show (0: the defaults first and last, the rows as measured)",
+    )
+    parser.add_argument(
+        "--reload-each", action="store_true", help="reload the data sets before every workload (a fresh table each)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--records", type=int, default=4000000)
     parser.add_argument("--threads", type=int, default=64)
@@ -177,6 +233,8 @@ def parse_args(argv):
             parser.error("--chunks: %r is not allowed; choose from %s" % (chunk, ", ".join(map(str, ke.CHUNK_TABLES))))
     if args.fit_only and not args.model:
         parser.error("--fit-only: give --model, the file to save the surrogate in")
+    if args.defaults_every < 0 or args.defaults_every == 1:
+        parser.error("--defaults-every: %r is not allowed; choose 0 or 2 and more" % args.defaults_every)
     if args.configs < 2:
         parser.error("--configs: %r is too few; choose 2 or more" % args.configs)
     return args
@@ -217,12 +275,18 @@ def main(argv=None):
     probe_file = os.path.join(out, "cpu-speed-%s.txt" % stamp)
     with speed_probe.SpeedProbe(server_cpus or set(range(os.cpu_count() or 1)), probe_file) as probe:
         for w_index, spec in enumerate(args.workloads):
+            if args.reload_each and w_index:
+                # The updates of the workload before left SSTables in the tables: this one starts from the data set.
+                ke._shape.ensure_loaded(args.records, force=True, log=log)
+                sampler = ke.Sampler(ke._shape.server_pid())
+                warmup = args.warmup_s
             for c_index, chunk_kb in enumerate(args.chunks):
                 seed = args.seed + 10 * w_index + c_index
                 configs = live_design(args.configs, seed, key_cache_mb)
                 measured = run_table(spec, chunk_kb, configs, args, sampler, probe, log, warmup)
                 warmup = args.rewarm_s
-                for row in dataset_rows(spec, chunk_kb, measured, args, stamp):
+                reference = configs[0] if args.defaults_every else None
+                for row in dataset_rows(spec, chunk_kb, measured, args, stamp, reference):
                     written += bool(modeling.append_row(args.dataset, row.pop("key"), row))
                 log("%s / %s KiB: %d windows; dataset %s" % (spec, chunk_kb, len(measured), args.dataset))
     log("%d rows written to %s" % (written, args.dataset))

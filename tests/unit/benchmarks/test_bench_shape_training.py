@@ -55,3 +55,46 @@ def test_the_command_line_names_what_is_allowed():
     for bad in (["--workloads", "z"], ["--chunks", "8"], ["--chunks", "x"], ["--configs", "1"]):
         with pytest.raises(SystemExit):
             bench.parse_args(bad)
+
+
+def test_the_defaults_come_back_every_few_windows():
+    configs = ["d", 1, 2, 3, 4, 5]
+    assert bench.interleaved(configs, 3) == ["d", 1, 2, "d", 3, 4, "d", 5, "d"]
+    assert bench.interleaved(configs, 0) == ["d", 1, 2, 3, 4, 5, "d"]
+    assert bench.interleaved(configs, 2) == ["d", 1, "d", 2, "d", 3, "d", 4, "d", 5, "d"]
+
+
+def _record(start, ops):
+    return {"start": start, "ops_s": ops}
+
+
+def test_a_drift_the_defaults_show_is_taken_out_of_the_rows():
+    d, x = {"concurrent_reads": 32}, {"concurrent_reads": 128}
+    # The defaults fall from 4000 to 3000 over the run; the other configuration is 10 % better all along.
+    measured = [(d, _record(0, 4000.0)), (x, _record(50, 3850.0)), (d, _record(100, 3000.0))]
+    corrected = bench.drift_corrected(measured, d)
+    level = 3500.0
+    assert corrected[1][2] == pytest.approx(level / 3500.0)
+    assert corrected[1][1]["ops_s"] * corrected[1][2] == pytest.approx(3850.0)
+    assert [c[2] for c in corrected][0] == pytest.approx(level / 4000.0)
+    # Past the last defaults window: the nearest one; with a single one, nothing is corrected.
+    tail = bench.drift_corrected(measured + [(x, _record(150, 3300.0))], d)
+    assert tail[-1][2] == pytest.approx(level / 3000.0)
+    assert {f for _c, _r, f in bench.drift_corrected(measured[:2], d)} == {1.0}
+
+
+def test_rows_keep_the_measured_throughput_beside_the_corrected_one():
+    d, x = {"concurrent_reads": 32}, {"concurrent_reads": 128}
+    base = {"seconds": 60.0, "server_cpu": 0.9, "client_side_cpu": 0.2, "cpu_speed": 1.0, "ops_per_speed": 1.0}
+    base.update(read_mb_s=40.0, cache_mb=600)
+    measured = [
+        (d, dict(base, start=0, ops_s=4000.0)),
+        (x, dict(base, start=50, ops_s=3850.0)),
+        (d, dict(base, start=100, ops_s=3000.0)),
+    ]
+    args = bench.parse_args(["--workloads", "b"])
+    rows = bench.dataset_rows("b", 16, measured, args, "T", reference=d)
+    assert rows[1]["ops_per_s"] == pytest.approx(3850.0) and rows[1]["run"]["measured_ops_s"] == 3850.0
+    assert rows[0]["ops_per_s"] == pytest.approx(3500.0) and rows[0]["run"]["drift_factor"] == pytest.approx(0.875)
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--defaults-every", "1"])
