@@ -106,3 +106,47 @@ def test_the_command_line_names_what_is_allowed():
     for bad in (["--workloads", "z"], ["--rounds", "1"]):
         with pytest.raises(SystemExit):
             bench.parse_args(bad)
+
+
+class _Sampler:
+    def __init__(self):
+        self.cpu = 0.0
+
+    def sample(self):
+        self.cpu += 0.5
+        return {"server_cpu": self.cpu}
+
+
+def test_the_rounds_run_each_arm_on_its_node_and_the_other_node_idles(monkeypatch):
+    applied, runs = [], []
+    monkeypatch.setattr(bench.st, "apply_config", lambda config: applied.append(dict(config)))
+
+    def client_window(spec, table, args, seconds, settle, sampler, probe, label, node):
+        runs.append((label, node.name, table, seconds))
+        return {"arm": label, "ops_s": 4000.0, "server_cpu": 0.9}
+
+    monkeypatch.setattr(bench.ke, "client_window", client_window)
+    base = {"concurrent_reads": 32, "key_cache_size": 51, "compaction_throughput": 64, bench.st.CHUNK: 16}
+    configs = {
+        "defaults": base,
+        "tuned": dict(base, concurrent_reads=124, **{bench.st.CHUNK: 4}),
+        bench.LATEST: {"node": bench.LATEST, bench.st.CHUNK: 16},
+        "defaults again": base,
+    }
+    samplers = {bench.ke._shape.BENCH_NODE.name: _Sampler(), bench.ke._shape.LATEST_NODE.name: _Sampler()}
+    args = bench.parse_args(["--rounds", "4", "--latest", "--warmup-s", "30"])
+    bench.warm_up("b", configs, args, samplers, None, print)
+    assert [(r[1], r[2]) for r in runs] == [
+        ("bench-cassandra1", "usertable"),
+        ("bench-cassandra1", "usertable_c4"),
+        ("bench-latest1", "usertable"),
+    ]
+    runs.clear()
+    applied.clear()
+    windows = bench.measure("b", configs, args, samplers, None, print)
+    assert len(windows) == 16 and all("idle_node_cpu" in w for w in windows)
+    latest = [r for r in runs if r[0] == bench.LATEST]
+    assert len(latest) == 4 and {r[1] for r in latest} == {"bench-latest1"}
+    assert {r[2] for r in runs if r[0] == "tuned"} == {"usertable_c4"}
+    # The latest node's settings are its cassandra.yaml: no live knob is set for its runs, and none leaks "node".
+    assert all("node" not in config for config in applied) and len(applied) == 12 + 1
