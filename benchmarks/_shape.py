@@ -76,6 +76,15 @@ LATEST_NODE = Node(
     compatibility="NONE",
     sstable_format="bti",
 )
+# The tuned configuration on a node of its own (the bench node's settings, another cluster), holding only the table
+# of the chunk length the tuning chose: its page cache is its table's alone, as the defaults' is on the bench node.
+TUNED_NODE = Node(
+    "bench-tuned1",
+    os.path.join(ROOT, "inventories", "bench-tuned"),
+    "127.0.0.34",
+    8099,
+    {16: "usertable", 4: "usertable_c4"},
+)
 # The bench node's, for the benchmarks that measure on it alone.
 INVENTORY, NODE_DIR, DATA_DIR, PID_FILE = (
     BENCH_NODE.inventory,

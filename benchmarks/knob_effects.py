@@ -60,10 +60,10 @@ WORKLOADS = {
 
 
 # ----------------------------------------------------------------------------------------------- the knobs
-def cache_capacities():
+def cache_capacities(node=_shape.BENCH_NODE):
     """(key, row, counter) cache capacities in MiB, from nodetool info."""
     found = {}
-    for line in nodetool("info").splitlines():
+    for line in nodetool("info", node=node).splitlines():
         for name in ("Key", "Row", "Counter"):
             if line.startswith(name + " Cache"):
                 text = line.split("capacity", 1)[1].split(",")[0].strip()
@@ -77,21 +77,21 @@ def cache_capacities():
 _CAPACITIES = {}
 
 
-def set_key_cache(value):
+def set_key_cache(value, node=_shape.BENCH_NODE):
     """setcachecapacity sets the three caches at once: the row and counter caches keep the capacities read once."""
-    if not _CAPACITIES:
-        _CAPACITIES["now"] = cache_capacities()
-    _key, row, counter = _CAPACITIES["now"]
-    nodetool("setcachecapacity", value, row, counter)
+    if node.name not in _CAPACITIES:
+        _CAPACITIES[node.name] = cache_capacities(node)
+    _key, row, counter = _CAPACITIES[node.name]
+    nodetool("setcachecapacity", value, row, counter, node=node)
 
 
 def set_row_cache(value):
     """The table's row cache on (value MiB of capacity, every row of a partition cached) or off (0: the table's
     default caching, the cache emptied so that its memory goes back to the page cache). Live only when the node
     started with row_cache_size above 0 (the bench inventory's 16 MiB): with 0 the node has no row cache to size."""
-    if not _CAPACITIES:
-        _CAPACITIES["now"] = cache_capacities()
-    key, row, counter = _CAPACITIES["now"]
+    if _shape.BENCH_NODE.name not in _CAPACITIES:
+        _CAPACITIES[_shape.BENCH_NODE.name] = cache_capacities()
+    key, row, counter = _CAPACITIES[_shape.BENCH_NODE.name]
     rows = "ALL" if value else "NONE"
     _shape.cql_execute(
         "ALTER TABLE %s.usertable WITH caching = {'keys': 'ALL', 'rows_per_partition': '%s'}" % (KEYSPACE, rows)
@@ -179,8 +179,8 @@ def knob_candidate(spec, default):
 
 def current_value(knob):
     if knob == "key_cache_size":
-        _CAPACITIES["now"] = cache_capacities()
-        return _CAPACITIES["now"][0]
+        _CAPACITIES[_shape.BENCH_NODE.name] = cache_capacities()
+        return _CAPACITIES[_shape.BENCH_NODE.name][0]
     if knob == "read_ahead_kb":
         with open(read_ahead_file()) as handle:
             return int(handle.read())

@@ -50,16 +50,18 @@ DEFAULTS = {"concurrent_reads": 32, "compaction_throughput": 64}
 CHUNK = "compression.chunk_length_in_kb"
 
 
-def apply_config(config):
+def apply_config(config, node=None):
+    """The live knobs of config set on the node (the bench node by default)."""
+    node = node or ke._shape.BENCH_NODE
     for name, value in config.items():
         if name == "key_cache_size":
-            ke.set_key_cache(int(value))
+            ke.set_key_cache(int(value), node)
         elif name == "concurrent_reads":
-            ke.nodetool("setconcurrency", "ReadStage", int(value))
+            ke.nodetool("setconcurrency", "ReadStage", int(value), node=node)
         elif name == "concurrent_writes":
-            ke.nodetool("setconcurrency", "MutationStage", int(value))
+            ke.nodetool("setconcurrency", "MutationStage", int(value), node=node)
         elif name == "compaction_throughput":
-            ke.nodetool("setcompactionthroughput", int(value))
+            ke.nodetool("setcompactionthroughput", int(value), node=node)
         else:
             raise SystemExit("%s: not a live knob of this design (%s)" % (name, ", ".join(RANGES)))
 

@@ -43,6 +43,13 @@ ARMS = ("defaults", "tuned", "defaults again")
 # With --latest: the experts' configuration (Cassandra 5.0.9's conf/cassandra_latest.yaml) on a node of its own.
 LATEST = "cassandra_latest"
 ARMS_LATEST = ("defaults", "tuned", LATEST, "defaults again")
+# With --tuned-node: the tuned configuration on a node of its own (its table's page cache its own).
+TUNED = "tuned"
+
+
+def node_of(config):
+    """The bench node an arm's configuration runs on (its "node" entry; the bench node when it has none)."""
+    return {LATEST: ke._shape.LATEST_NODE, TUNED: ke._shape.TUNED_NODE}.get(config.get("node"), ke._shape.BENCH_NODE)
 
 
 def tuned_config(model, hardware, spec, records, threads, defaults):
@@ -167,19 +174,19 @@ def markdown(results):
 
 
 def measure(spec, configs, args, samplers, probe, log):
-    """The rounds: one client run per arm on the arm's node and table, the bench node's live knobs set to the arm's
+    """The rounds: one client run per arm on the arm's node and table, that node's live knobs set to the arm's
     configuration first (the latest node's settings are its cassandra.yaml). Each run also records the CPU of the
-    node that idles meanwhile."""
+    nodes that idle meanwhile."""
     windows = []
     arms = tuple(configs)
     for index, order in enumerate(rotation(args.rounds, arms)):
         for arm in order:
             config = dict(configs[arm])
             chunk = config.pop(st.CHUNK)
-            node = config.pop("node", None)
-            node = ke._shape.LATEST_NODE if node == LATEST else ke._shape.BENCH_NODE
-            if node is ke._shape.BENCH_NODE:
-                st.apply_config(config)
+            node = node_of(config)
+            config.pop("node", None)
+            if node is not ke._shape.LATEST_NODE:
+                st.apply_config(config, node)
             others = [sampler for name, sampler in samplers.items() if name != node.name]
             idle = [sampler.sample() for sampler in others]
             began = time.time()
@@ -198,22 +205,27 @@ def measure(spec, configs, args, samplers, probe, log):
                 "  round %d/%d %s (%s, %s KiB) %s ops/s (%.0f s)"
                 % (index + 1, args.rounds, arm, node.name, chunk, ke._fmt(record["ops_s"], "%.0f"), time.time() - began)
             )
-    st.apply_config({k: v for k, v in configs["defaults"].items() if k != st.CHUNK})
+    st.apply_config({k: v for k, v in configs["defaults"].items() if k != st.CHUNK}, ke._shape.BENCH_NODE)
     return windows
 
 
 def warm_up(spec, configs, args, samplers, probe, log):
-    """One client run of --warmup-s on every table an arm reads (the bench node at its defaults), so that no arm
-    starts colder than another."""
-    st.apply_config({k: v for k, v in configs["defaults"].items() if k != st.CHUNK})
+    """One client run of --warmup-s on every table an arm reads (with the arm's live knobs), so that no arm starts
+    colder than another."""
     seen = []
     for config in configs.values():
-        node = ke._shape.LATEST_NODE if config.get("node") == LATEST else ke._shape.BENCH_NODE
+        node = node_of(config)
+        if node is not ke._shape.LATEST_NODE:
+            st.apply_config({k: v for k, v in config.items() if k not in (st.CHUNK, "node")}, node)
         key = (node.name, node.tables[config[st.CHUNK]])
         if key in seen:
             continue
         seen.append(key)
-        record = ke.client_window(spec, key[1], args, args.warmup_s, 0, samplers[node.name], probe, "warm-up", node)
+        # Its throughput over the last part (a window must start after the client's first status lines).
+        settle = min(30.0, args.warmup_s / 2.0)
+        record = ke.client_window(
+            spec, key[1], args, args.warmup_s - settle, settle, samplers[node.name], probe, "warm-up", node
+        )
         log("  warm-up of %s on %s: %s ops/s" % (key[1], node.name, ke._fmt(record["ops_s"], "%.0f")))
 
 
@@ -230,6 +242,12 @@ def parse_args(argv):
         "--latest",
         action="store_true",
         help="an arm more: Cassandra 5.0.9's cassandra_latest.yaml on its own node (inventories/bench-latest)",
+    )
+    parser.add_argument(
+        "--tuned-node",
+        action="store_true",
+        help="the tuned configuration on a node of its own (inventories/bench-tuned), not on the bench node's twin "
+        "table, whose page cache the defaults' table shares",
     )
     parser.add_argument(
         "--warmup-s", type=float, default=0.0, help="a client run on every table an arm reads before the rounds"
@@ -267,7 +285,7 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log):
         for spec in args.workloads:
             config, predicted, per_chunk = tuned_config(model, hardware, spec, args.records, args.threads, defaults)
             base = dict(defaults, **{st.CHUNK: 16})
-            configs = {"defaults": base, "tuned": config}
+            configs = {"defaults": base, "tuned": dict(config, node=TUNED) if args.tuned_node else config}
             if args.latest:
                 configs[LATEST] = {"node": LATEST, st.CHUNK: 16}
             configs["defaults again"] = base
@@ -305,14 +323,16 @@ def main(argv=None):
     model = sg.Surrogate.from_dict(data)
     hardware = metadata["hardware_profile"]
     out, stamp, log, server_cpus = ke._shape.start_run("shape-tuning")
-    nodes = [ke._shape.BENCH_NODE] + ([ke._shape.LATEST_NODE] if args.latest else [])
+    own = ([ke._shape.TUNED_NODE] if args.tuned_node else []) + ([ke._shape.LATEST_NODE] if args.latest else [])
+    nodes = [ke._shape.BENCH_NODE] + own
     started = []
-    if args.latest and not ke._shape.node_running(ke._shape.LATEST_NODE):
-        # The latest node is this run's own: started here (about 90 s) and stopped at the end.
-        log("starting %s (inventories/bench-latest)" % ke._shape.LATEST_NODE.name)
-        ke._shape.playbook("lab_up.yml", ke._shape.LATEST_NODE)
-        started.append(ke._shape.LATEST_NODE)
     try:
+        for node in own:
+            if not ke._shape.node_running(node):
+                # A node of this run's own: started here (about 90 s) and stopped at the end.
+                log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
+                started.append(node)
+                ke._shape.playbook("lab_up.yml", node)
         results, shape, began = run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log)
     finally:
         for node in started:

@@ -120,7 +120,7 @@ def test_the_row_cache_is_turned_on_per_table_and_emptied_when_off(monkeypatch):
     calls = []
     monkeypatch.setattr(bench, "nodetool", lambda *args: calls.append(("nodetool",) + args) or "")
     monkeypatch.setattr(bench._shape, "cql_execute", lambda statement: calls.append(("cql", statement)))
-    monkeypatch.setitem(bench._CAPACITIES, "now", (51, 16, 25))
+    monkeypatch.setitem(bench._CAPACITIES, bench._shape.BENCH_NODE.name, (51, 16, 25))
     bench.set_row_cache(256)
     assert "'rows_per_partition': 'ALL'" in calls[0][1]
     assert calls[1] == ("nodetool", "setcachecapacity", 51, 256, 25)

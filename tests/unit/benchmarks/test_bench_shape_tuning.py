@@ -119,7 +119,7 @@ class _Sampler:
 
 def test_the_rounds_run_each_arm_on_its_node_and_the_other_node_idles(monkeypatch):
     applied, runs = [], []
-    monkeypatch.setattr(bench.st, "apply_config", lambda config: applied.append(dict(config)))
+    monkeypatch.setattr(bench.st, "apply_config", lambda config, node=None: applied.append(dict(config)))
 
     def client_window(spec, table, args, seconds, settle, sampler, probe, label, node):
         runs.append((label, node.name, table, seconds))
@@ -150,3 +150,28 @@ def test_the_rounds_run_each_arm_on_its_node_and_the_other_node_idles(monkeypatc
     assert {r[2] for r in runs if r[0] == "tuned"} == {"usertable_c4"}
     # The latest node's settings are its cassandra.yaml: no live knob is set for its runs, and none leaks "node".
     assert all("node" not in config for config in applied) and len(applied) == 12 + 1
+
+
+def test_with_a_tuned_node_the_tuned_arm_runs_there_with_its_knobs(monkeypatch):
+    applied, runs = [], []
+    monkeypatch.setattr(bench.st, "apply_config", lambda config, node=None: applied.append((node.name, dict(config))))
+
+    def client_window(spec, table, args, seconds, settle, sampler, probe, label, node):
+        runs.append((label, node.name, table))
+        return {"arm": label, "ops_s": 4000.0, "server_cpu": 0.9}
+
+    monkeypatch.setattr(bench.ke, "client_window", client_window)
+    base = {"concurrent_reads": 32, bench.st.CHUNK: 16}
+    configs = {
+        "defaults": base,
+        "tuned": {"concurrent_reads": 124, bench.st.CHUNK: 4, "node": bench.TUNED},
+        "defaults again": base,
+    }
+    nodes = (bench.ke._shape.BENCH_NODE, bench.ke._shape.TUNED_NODE)
+    samplers = {node.name: _Sampler() for node in nodes}
+    args = bench.parse_args(["--rounds", "3", "--tuned-node"])
+    bench.measure("b", configs, args, samplers, None, print)
+    assert {r[1:] for r in runs if r[0] == "tuned"} == {("bench-tuned1", "usertable_c4")}
+    assert {r[1] for r in runs if r[0] != "tuned"} == {"bench-cassandra1"}
+    assert ("bench-tuned1", {"concurrent_reads": 124}) in applied
+    assert all(name == "bench-cassandra1" for name, config in applied if config["concurrent_reads"] == 32)
