@@ -94,16 +94,20 @@ def rotation(rounds, arms=ARMS):
     return [tuple(orders[r % n]) for r in range(rounds)]
 
 
-def summarize(windows, arms=ARMS):
+# The throughput a ratio is taken of: as measured, or per unit of the node's CPU speed (trials/speed_probe.py).
+ESTIMATES = {"ops_s": "raw", "ops_per_speed": "per CPU speed"}
+
+
+def summarize(windows, arms=ARMS, key="ops_s"):
     """{arm: {"ratio", "low", "high", "n", "won", "ops_s", "server_cpu", "client_side_cpu", "read_mb_s"}}: each arm
-    against the defaults of the same round."""
+    against the defaults of the same round, the ratio of key (ops_s or ops_per_speed)."""
     by_round = {}
     for w in windows:
-        if w.get("ops_s"):
+        if w.get(key):
             by_round.setdefault(w["round"], {})[w["arm"]] = w
     out = {}
     for arm in arms:
-        ratios = [r[arm]["ops_s"] / r["defaults"]["ops_s"] for r in by_round.values() if arm in r and "defaults" in r]
+        ratios = [r[arm][key] / r["defaults"][key] for r in by_round.values() if arm in r and "defaults" in r]
         mine = [w for w in windows if w["arm"] == arm and w.get("ops_s")]
 
         def mean(key, mine=mine):
@@ -128,23 +132,47 @@ def summarize(windows, arms=ARMS):
     return out
 
 
+def _half_floor(summary):
+    """The A/A floor as a half-width on the logarithms (nan with fewer than 2 rounds)."""
+    floor = summary["defaults again"]
+    if floor["n"] < 2 or math.isnan(floor["low"]):
+        return float("nan")
+    return max(abs(math.log(floor["low"])), abs(math.log(floor["high"])))
+
+
+def chosen_estimate(windows, arms=ARMS):
+    """(key, {key: summary}): the throughput (raw or per CPU speed) whose A/A floor ("defaults again") is the
+    narrowest, chosen on the A/A arm alone before any other arm is looked at, as knob_effects.py does."""
+    summaries = {key: summarize(windows, arms, key) for key in ESTIMATES}
+    floors = {key: _half_floor(found) for key, found in summaries.items()}
+    usable = [key for key in ESTIMATES if not math.isnan(floors[key])]
+    return (min(usable, key=floors.get) if usable else "ops_s"), summaries
+
+
 def markdown(results):
     lines = [
         "| workload | arm | configuration | predicted ops/s | measured ops/s | vs defaults, same round [95 %]"
-        " | rounds won | verdict against the A/A floor | node CPU | client side CPU | disk read MB/s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        " | rounds won | verdict against the A/A floor | the other estimate [95 %] | node CPU | client side CPU"
+        " | disk read MB/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for item in results:
         arms = tuple(item.get("arms", ARMS))
-        summary = summarize(item["windows"], arms)
-        floor = summary["defaults again"]
-        half = max(abs(math.log(floor["low"])), abs(math.log(floor["high"]))) if floor["n"] >= 2 else float("nan")
+        key, summaries = chosen_estimate(item["windows"], arms)
+        summary = summaries[key]
+        other_key = next(k for k in ESTIMATES if k != key)
+        other = summaries[other_key]
+        half = _half_floor(summary)
         for arm in arms:
             s = summary[arm]
             if arm == "defaults":
-                verdict, text = "-", "1 (the reference)"
+                verdict, text, aside = "-", "1 (the reference)", "-"
             else:
-                text = "%.3f [%.3f, %.3f]" % (s["ratio"], s["low"], s["high"])
+                text = "%.3f [%.3f, %.3f] (%s)" % (s["ratio"], s["low"], s["high"], ESTIMATES[key])
+                o = other[arm]
+                aside = "%s %.3f [%.3f, %.3f]" % (ESTIMATES[other_key], o["ratio"], o["low"], o["high"])
+                if arm == "defaults again":
+                    aside += ", floor +-%.1f %%" % (100 * (math.exp(_half_floor(other)) - 1))
                 if arm == "defaults again":
                     verdict = "the floor: +-%.1f %%" % (100 * (math.exp(half) - 1))
                 elif s["low"] > math.exp(half):
@@ -154,7 +182,7 @@ def markdown(results):
                 else:
                     verdict = "inside the floor"
             lines.append(
-                "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
                 % (
                     item["workload"].upper(),
                     arm,
@@ -164,6 +192,7 @@ def markdown(results):
                     text,
                     "-" if arm == "defaults" else "%d of %d" % (s["won"], s["n"]),
                     verdict,
+                    aside,
                     ke._fmt(s["server_cpu"])
                     + (" (idle node %s)" % ke._fmt(s["idle_node_cpu"]) if s.get("idle_node_cpu") is not None else ""),
                     ke._fmt(s["client_side_cpu"]),
