@@ -274,12 +274,12 @@ EXPERIMENTS = (
         "defaults against themselves as the floor, rounds of client runs in rotated order",
         "issue: a lab where tuning matters; seed 002 (surrogate + GA)",
         # A round is a client run per arm of settle + window on a table of the data set (about 90 s each at the
-        # full size). The full set adds the experts' cassandra_latest.yaml on a node of its own (started and
-        # stopped by the script, its data set written once in about 95 s): a 5 min warm-up per table, then 8
-        # rounds of four arms, about 70 minutes for B. The short set: 2 rounds of three arms, 20 s windows, about
-        # 3 minutes.
+        # full size). The full set runs the tuned configuration and the experts' cassandra_latest.yaml each on a
+        # node of its own (started, loaded and stopped by the script, about 3.5 min each; the BTI data set is
+        # written once in about 95 s): a 5 min warm-up per table, then 8 rounds of four arms, about 70 minutes
+        # for B. The short set: 2 rounds of three arms on the bench node, 20 s windows, about 3 minutes.
         short=("--rounds", "2", "--window-s", "20", "--settle-s", "10"),
-        full=("--workloads", "b", "--rounds", "8", "--latest", "--warmup-s", "300"),
+        full=("--workloads", "b", "--rounds", "8", "--latest", "--tuned-node", "--warmup-s", "300"),
         needs=BENCH_NODE,
         outputs=False,
         site="bench",
