@@ -86,13 +86,7 @@ TUNED_NODE = Node(
     {16: "usertable", 4: "usertable_c4"},
 )
 # The bench node's, for the benchmarks that measure on it alone.
-INVENTORY, NODE_DIR, DATA_DIR, PID_FILE = (
-    BENCH_NODE.inventory,
-    BENCH_NODE.node_dir,
-    BENCH_NODE.data_dir,
-    BENCH_NODE.pid_file,
-)
-HOST, JMX_PORT, GROUP, CHUNK_TABLES = BENCH_NODE.host, BENCH_NODE.jmx_port, BENCH_NODE.group, BENCH_NODE.tables
+DATA_DIR, GROUP, CHUNK_TABLES = BENCH_NODE.data_dir, BENCH_NODE.group, BENCH_NODE.tables
 
 
 def start_run(kind, out=None):
