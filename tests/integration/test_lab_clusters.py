@@ -720,7 +720,7 @@ def test_race_then_plan_then_roll_the_plan_on_a_real_node(clusters, tmp_path):
                 "ranges": {"concurrent_reads": [8, 64], "concurrent_writes": [8, 64]},
             },
             tactician_race_history=history,
-            tactician_race_budget_evaluations=12,
+            tactician_race_budget_evaluations=6,
             tactician_race_repetitions=3,
             tactician_race_first_test=2,
             tactician_race_each_test=1,
@@ -740,7 +740,7 @@ def test_race_then_plan_then_roll_the_plan_on_a_real_node(clusters, tmp_path):
     ]
     trials = lines[1:]
     # A 4 s run on a busy machine may serve nothing yet: a race records zeros as measured.
-    assert 4 <= len(trials) <= 12 and all(t["value"] >= 0 and t["run"]["mix"] for t in trials)
+    assert 4 <= len(trials) <= 6 and all(t["value"] >= 0 and t["run"]["mix"] for t in trials)
     assert any(t["value"] > 0 for t in trials)
     result = race.task("The race's result", "test-cassandra1")["result"]
     assert result["finished"] and result["best"]["config"] and result["evaluations"] == len(trials)
@@ -826,6 +826,24 @@ def test_race_then_plan_then_roll_the_plan_on_a_real_node(clusters, tmp_path):
     _autotune_under_load(tmp_path, result["default_config"], slowest or {"concurrent_reads": 8, "concurrent_writes": 8})
 
 
+def _stop_own_load_clients():
+    """SIGTERM to the load driver's client JVMs this test process started (its children), by their PIDs."""
+    import signal
+
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%s/cmdline" % entry, "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid() and any(arg.endswith(b"ycsb.Client") for arg in argv):
+            os.kill(int(entry), signal.SIGTERM)
+
+
 def _autotune_under_load(tmp_path, default_config, claimed):
     import threading
 
@@ -852,7 +870,15 @@ def _autotune_under_load(tmp_path, default_config, claimed):
         properties={"recordcount": 2000, "operationcount": 10**8},
     )
     done = {}
-    worker = threading.Thread(target=lambda: done.update(result=loadrun.execute(params, loadrun.plan(params))))
+
+    def drive():
+        try:
+            done["result"] = loadrun.execute(params, loadrun.plan(params))
+        except (loadrun.LoadError, loadrun.loaddriver.LoadDriverError) as exc:
+            # Stopped once autotune is done (below), or a client failed.
+            done["error"] = str(exc)
+
+    worker = threading.Thread(target=drive)
     worker.start()
     common = dict(
         tactician_model_file=str(tmp_path / "surrogate.json"),
@@ -899,6 +925,8 @@ def _autotune_under_load(tmp_path, default_config, claimed):
         )
         assert auto.returncode == 0, auto.stderr[-4000:]
     finally:
+        # The load's run phase is sized to outlast the three autotune runs on a slow machine; end it now.
+        _stop_own_load_clients()
         worker.join()
     plan_files = sorted(glob.glob(str(tmp_path / "plans" / "cassandra-2*.yml")))
     steps = yaml.safe_load(open(plan_files[-1]))["steps"]
