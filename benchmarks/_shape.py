@@ -76,8 +76,10 @@ LATEST_NODE = Node(
     compatibility="NONE",
     sstable_format="bti",
 )
-# The tuned configuration on a node of its own (the bench node's settings, another cluster), holding only the table
-# of the chunk length the tuning chose: its page cache is its table's alone, as the defaults' is on the bench node.
+# The tuned configuration on a node of its own (the bench node's settings, another cluster). It holds both twin
+# tables (hard links to the same files as the bench node's, so no copy) and reads only the one of the chunk length
+# the tuning chose: its page cache is that table's alone, as the defaults' is on the bench node, as long as the
+# bench node does not read its own twin of it meanwhile (the page cache belongs to the file, not to the link).
 TUNED_NODE = Node(
     "bench-tuned1",
     os.path.join(ROOT, "inventories", "bench-tuned"),
