@@ -72,7 +72,7 @@ def test_every_server_experiment_has_a_site_and_sites_run_together():
         assert (experiment.site in run.SITES) == experiment.server, experiment.name
     order = run.ordered(run.EXPERIMENTS)
     kinds = [e.site if e.server else None for e in order]
-    assert kinds == sorted(kinds, key=[None, "lab", "bench"].index)
+    assert kinds == sorted(kinds, key=([None] + list(run.SITES)).index)
     assert order[-1].name == "tuning_gain"
     full = run.command(run.BY_NAME["tuning_gain"], False, "out")
     assert full[full.index("--rounds") + 1] == "10" and full[full.index("--work-dir") + 1] == os.path.join(
@@ -192,3 +192,17 @@ def test_a_plot_is_written(tmp_path):
     rows = _write(tmp_path / "d.csv", DYNAMIC)
     paths = _report.plot_dynamic(rows, str(tmp_path))
     assert paths and os.path.getsize(paths[0]) > 1000
+
+
+def test_an_experiment_with_a_server_of_its_own_runs_only_with_servers_and_brings_nothing_up(tmp_path):
+    redis = run.BY_NAME["redis_memory"]
+    assert redis.server and run.SITES[redis.site].probe is None
+    assert run.site_up(run.SITES[redis.site])
+    assert run.skip_line(redis).startswith("skipped: needs redis-server")
+    servers = run.Servers("use", str(tmp_path))
+    assert servers.ready(run.SITES[redis.site]) is None and servers.started == []
+    args = run.command(redis, True, str(tmp_path))
+    assert "--short" in args and args[args.index("--markdown") + 1] == str(tmp_path / "redis_memory.md")
+    # Right after the simulations, before any site is brought up.
+    order = [e.name for e in run.ordered(run.EXPERIMENTS)]
+    assert order.index("redis_memory") < min(order.index(e.name) for e in run.EXPERIMENTS if e.site == "lab")
