@@ -836,11 +836,9 @@ def _stop_own_load_clients():
         try:
             with open("/proc/%s/stat" % entry) as handle:
                 parent = int(handle.read().rsplit(")", 1)[1].split()[1])
-            with open("/proc/%s/cmdline" % entry, "rb") as handle:
-                argv = handle.read().split(b"\0")
         except (OSError, ValueError, IndexError):
             continue
-        if parent == os.getpid() and any(arg.endswith(b"ycsb.Client") for arg in argv):
+        if parent == os.getpid() and any(arg.endswith("ycsb.Client") for arg in process.pid_cmdline(int(entry))):
             os.kill(int(entry), signal.SIGTERM)
 
 
