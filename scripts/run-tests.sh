@@ -21,7 +21,8 @@ stage_sanity() {
 }
 
 stage_units() {
-  pytest -q tests/unit
+  # One worker per CPU (pytest-xdist): the unit tests share no server, port or file.
+  pytest -q -n auto tests/unit
 }
 
 stage_build() {
