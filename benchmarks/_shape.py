@@ -38,6 +38,9 @@ class Node:
     tables: dict
     compatibility: str = "CASSANDRA_4"
     sstable_format: str = "big"
+    # Chunk lengths whose data sets are copied into the node rather than hard-linked: its table then shares no
+    # cached page with another node's table of the same rows.
+    copied: tuple = ()
 
     @property
     def node_dir(self):
@@ -77,15 +80,17 @@ LATEST_NODE = Node(
     sstable_format="bti",
 )
 # The tuned configuration on a node of its own (the bench node's settings, another cluster). It holds both twin
-# tables (hard links to the same files as the bench node's, so no copy) and reads only the one of the chunk length
-# the tuning chose: its page cache is that table's alone, as the defaults' is on the bench node, as long as the
-# bench node does not read its own twin of it meanwhile (the page cache belongs to the file, not to the link).
+# tables. The 4 KiB one is a hard link to the bench node's files (no copy), which the bench node does not read
+# while this node does (the page cache belongs to the file, not to the link). The 16 KiB one, the table the bench
+# node's defaults read, is a copy of its own (4.3 GB), so that the two nodes can run the defaults side by side on
+# the same rows with a page cache each (shape_tuning.py --design pairs, its node A/A).
 TUNED_NODE = Node(
     "bench-tuned1",
     os.path.join(ROOT, "inventories", "bench-tuned"),
     "127.0.0.34",
     8099,
     {16: "usertable", 4: "usertable_c4"},
+    copied=(16,),
 )
 # The bench node's, for the benchmarks that measure on it alone.
 DATA_DIR, GROUP, CHUNK_TABLES = BENCH_NODE.data_dir, BENCH_NODE.group, BENCH_NODE.tables
@@ -178,8 +183,8 @@ def reload(sets, log=print, node=BENCH_NODE):
     finally:
         cluster.shutdown()
     playbook("lab_down.yml", node)
-    for dataset in sets.values():
-        bulk.link_into_table(dataset, node.data_dir)
+    for chunk, dataset in sets.items():
+        bulk.link_into_table(dataset, node.data_dir, copy=chunk in node.copied)
     playbook("lab_up.yml", node)
     log("reloaded %s in %.0f s" % (", ".join(d["name"] for d in sets.values()), time.monotonic() - began))
 
@@ -199,7 +204,7 @@ def ensure_loaded(records=RECORDS, chunks=(16, 4), force=False, log=print, node=
                 " (written in %.0f s)" % dataset["seconds"] if dataset["built"] else "",
             )
         )
-    if force or not all(bulk.is_loaded(d, node.data_dir) for d in sets.values()):
+    if force or not all(bulk.is_loaded(d, node.data_dir, copy=c in node.copied) for c, d in sets.items()):
         reload(sets, log, node)
     return sets
 

@@ -15,7 +15,16 @@ on the arm's table with the arm's live knobs applied, its first settle seconds l
 defaults of the same round, the geometric mean over rounds with a 95 % interval (t on the logarithms); "defaults
 again" is the A/A floor of the same design. Node CPU and client-side CPU per arm beside the throughput.
 
+With --design pairs, two nodes side by side in adjacent windows instead of rounds (the interleaved trials of TUNA
+and of Abedi & Brecht, across two machines): the bench node always runs the defaults (A), the tuned node (B) first
+the same defaults on its own copy of the same rows (the node A/A: the floor, and what the tuned node does better
+than the bench node whatever it runs), then the tuned configuration; with --latest, the latest node then takes B's
+place on cassandra_latest. Each phase is --rounds pairs of windows in ABBA order, so no pair is more than two
+windows apart. Every comparison is given as measured and with the node A/A's ratio taken out (a Welch interval on
+the logarithms).
+
     .venv/bin/python benchmarks/shape_tuning.py --workloads b --rounds 6
+    .venv/bin/python benchmarks/shape_tuning.py --workloads b --design pairs --rounds 8 --latest --warmup-s 600
     .venv/bin/python benchmarks/shape_tuning.py --render .lab/bench/shape-tuning/shape-tuning-<stamp>.json
 """
 
@@ -45,6 +54,17 @@ LATEST = "cassandra_latest"
 ARMS_LATEST = ("defaults", "tuned", LATEST, "defaults again")
 # With --tuned-node: the tuned configuration on a node of its own (its table's page cache its own).
 TUNED = "tuned"
+DESIGNS = ("rounds", "pairs")
+# --design pairs: the phase in which both nodes run the defaults.
+NODE_AA = "node A/A"
+# The ways to pair the windows of a phase, and the throughput each takes: the one whose node A/A is the narrowest
+# is chosen on the node A/A alone and then read for every phase (as knob_effects.py does).
+PAIR_ESTIMATORS = {
+    "pairs, raw": ("ops_s", designs.pair_ratios),
+    "pairs, per CPU speed": ("ops_per_speed", designs.pair_ratios),
+    "blocks, raw": ("ops_s", designs.block_ratios),
+    "blocks, per CPU speed": ("ops_per_speed", designs.block_ratios),
+}
 
 
 def node_of(config):
@@ -202,6 +222,143 @@ def markdown(results):
     return "\n".join(lines) + "\n"
 
 
+def pair_phases(configs):
+    """[(phase, A's configuration, B's configuration)] of --design pairs: the node A/A, then every other arm of
+    configs against the defaults."""
+    base = configs["defaults"]
+    phases = [(NODE_AA, base, dict(base, node=TUNED))]
+    return phases + [
+        (arm, base, config) for arm, config in configs.items() if arm not in ("defaults", "defaults again")
+    ]
+
+
+def measure_pairs(spec, configs, args, samplers, probe, log):
+    """--design pairs: per phase, --rounds pairs of windows in ABBA order, each window a client run on its arm's
+    node and table with that node's live knobs set first."""
+    windows = []
+    for phase, a_config, b_config in pair_phases(configs):
+        labels = designs.window_order(args.rounds, "abba")
+        for index, label in enumerate(labels):
+            config = dict(a_config if label == "A" else b_config)
+            chunk = config.pop(st.CHUNK)
+            node = node_of(config)
+            config.pop("node", None)
+            if node is not ke._shape.LATEST_NODE:
+                st.apply_config(config, node)
+            began = time.time()
+            record = ke.client_window(
+                spec, node.tables[chunk], args, args.window_s, args.settle_s, samplers[node.name], probe, label, node
+            )
+            windows.append(dict(record, phase=phase, index=index, node=node.name))
+            log(
+                "  %s window %d/%d %s (%s, %s KiB) %s ops/s (%.0f s)"
+                % (
+                    phase,
+                    index + 1,
+                    len(labels),
+                    label,
+                    node.name,
+                    chunk,
+                    ke._fmt(record["ops_s"], "%.0f"),
+                    time.time() - began,
+                )
+            )
+    st.apply_config({k: v for k, v in configs["defaults"].items() if k != st.CHUNK}, ke._shape.BENCH_NODE)
+    return windows
+
+
+def pair_ratios_of(windows, phase, estimator):
+    """The B / A ratios of a phase's windows under one of PAIR_ESTIMATORS ([] when its windows do not make them)."""
+    key, pairing = PAIR_ESTIMATORS[estimator]
+    mine = [w for w in windows if w.get("phase") == phase]
+    try:
+        return pairing([w["arm"] for w in mine], [w.get(key) for w in mine])
+    except designs.DesignError:
+        return []
+
+
+def summarize_pairs(windows):
+    """{"estimator", "floor", "phases": {phase: {...}}}: the estimator whose node A/A is the narrowest, that floor,
+    and per phase its ratio with the interval to read, the verdict against the floor, the ratio with the node A/A's
+    taken out, and the arms' means (ops/s, CPU, disk)."""
+    phases = list(dict.fromkeys(w["phase"] for w in windows))
+    aa = {name: designs.summarize(pair_ratios_of(windows, NODE_AA, name)) for name in PAIR_ESTIMATORS}
+    estimator, floor = designs.narrowest_floor(aa)
+    estimator = estimator or "pairs, raw"
+    reference = pair_ratios_of(windows, NODE_AA, estimator)
+    out = {"estimator": estimator, "floor": floor, "phases": {}}
+    for phase in phases:
+        ratios = pair_ratios_of(windows, phase, estimator)
+        summary = designs.summarize(ratios)
+        mine = [w for w in windows if w.get("phase") == phase]
+
+        def mean(key, arm, mine=mine):
+            values = [w[key] for w in mine if w["arm"] == arm and w.get(key) is not None]
+            return statistics.mean(values) if values else None
+
+        out["phases"][phase] = {
+            "summary": summary,
+            "interval": designs.interval_of(summary),
+            "verdict": "(the floor)" if phase == NODE_AA else designs.verdict(summary, floor),
+            "corrected": None if phase == NODE_AA else designs.ratio_of_ratios(ratios, reference),
+            "windows": len(mine),
+            "node": {arm: next((w["node"] for w in mine if w["arm"] == arm), None) for arm in ("A", "B")},
+            "means": {
+                arm: {k: mean(k, arm) for k in ("ops_s", "server_cpu", "client_side_cpu", "read_mb_s")}
+                for arm in ("A", "B")
+            },
+        }
+    return out
+
+
+def markdown_pairs(results):
+    lines = [
+        "| workload | phase | A (node) | B (node) | windows | B / A [95 %] | B won | floor (node A/A) | verdict"
+        " | node A/A taken out [95 %] | ops/s A / B | node CPU A / B | client side CPU | disk read MB/s A / B |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for item in results:
+        found = summarize_pairs(item["windows"])
+        floor = found["floor"]
+        for phase, row in found["phases"].items():
+            s, interval, corrected = row["summary"], row["interval"], row["corrected"]
+            a_config, b_config = next((a, b) for p, a, b in pair_phases(item["configs"]) if p == phase)
+            means = row["means"]
+            lines.append(
+                "| %s | %s | %s (%s) | %s (%s) | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                % (
+                    item["workload"].upper(),
+                    phase,
+                    json.dumps(a_config, sort_keys=True),
+                    row["node"]["A"],
+                    json.dumps({k: v for k, v in b_config.items() if k != "node"}, sort_keys=True),
+                    row["node"]["B"],
+                    row["windows"],
+                    "%.3f [%.3f, %.3f] (%s)" % (s["ratio"], interval[0], interval[1], found["estimator"])
+                    if interval
+                    else "-",
+                    "%d of %d" % (s["b_won"], s["n"]),
+                    "+-%.1f %%" % (100 * floor) if floor is not None else "-",
+                    row["verdict"],
+                    "%.3f [%.3f, %.3f]" % (corrected["ratio"], *corrected["t_interval"])
+                    if corrected and corrected["t_interval"]
+                    else "-",
+                    "%s / %s" % (ke._fmt(means["A"]["ops_s"], "%.0f"), ke._fmt(means["B"]["ops_s"], "%.0f")),
+                    "%s / %s" % (ke._fmt(means["A"]["server_cpu"]), ke._fmt(means["B"]["server_cpu"])),
+                    ke._fmt(means["A"]["client_side_cpu"]),
+                    "%s / %s" % (ke._fmt(means["A"]["read_mb_s"], "%.0f"), ke._fmt(means["B"]["read_mb_s"], "%.0f")),
+                )
+            )
+    return "\n".join(lines) + "\n"
+
+
+def render(results):
+    """The Markdown tables of a run's results, each in its design's table."""
+    pairs = [item for item in results if item.get("design") == "pairs"]
+    rounds = [item for item in results if item.get("design") != "pairs"]
+    return "\n".join(([markdown(rounds)] if rounds else []) + ([markdown_pairs(pairs)] if pairs else []))
+
+
 def measure(spec, configs, args, samplers, probe, log):
     """The rounds: one client run per arm on the arm's node and table, that node's live knobs set to the arm's
     configuration first (the latest node's settings are its cassandra.yaml). Each run also records the CPU of the
@@ -279,6 +436,12 @@ def parse_args(argv):
         "table, whose page cache the defaults' table shares",
     )
     parser.add_argument(
+        "--design",
+        default="rounds",
+        help="rounds (every arm once per round, in a Latin or Williams square) or pairs (two nodes side by side in "
+        "adjacent ABBA windows, a node A/A first; implies --tuned-node)",
+    )
+    parser.add_argument(
         "--warmup-s", type=float, default=0.0, help="a client run on every table an arm reads before the rounds"
     )
     parser.add_argument("--reload", action="store_true", help="reload the data sets even when they are in place")
@@ -290,9 +453,16 @@ def parse_args(argv):
     for name in args.workloads:
         if name not in ke.WORKLOADS:
             parser.error("--workloads: %r is not allowed; choose from %s" % (name, ", ".join(ke.WORKLOADS)))
+    if args.design not in DESIGNS:
+        parser.error("--design: %r is not allowed; choose one of %s" % (args.design, ", ".join(DESIGNS)))
     if args.rounds < 2:
         parser.error("--rounds: %r is too few for an interval; choose 2 or more" % args.rounds)
-    if args.latest and args.rounds % 4:
+    if args.design == "pairs":
+        # The node A/A runs the defaults on the tuned node.
+        args.tuned_node = True
+        if args.rounds % 2:
+            parser.error("--rounds: %r with --design pairs; choose an even number (whole ABBA blocks)" % args.rounds)
+    elif args.latest and args.rounds % 4:
         parser.error(
             "--rounds: %r with --latest; choose a multiple of 4 (a Williams square of four arms)" % args.rounds
         )
@@ -322,12 +492,16 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log):
             work.pop("name")
             base_predicted = float(tuner.Throughput(model, hardware=hardware).node_matrix([work], [base])[0][0])
             log("%s: tuned %s (predicted %.0f ops/s; per chunk %s)" % (spec, config, predicted, per_chunk))
+            pairs = args.design == "pairs"
             if args.warmup_s:
-                warm_up(spec, configs, args, samplers, probe, log)
-            windows = measure(spec, configs, args, samplers, probe, log)
+                # In pairs, the tuned node also reads the defaults' table (the node A/A).
+                warm = dict(configs, **{NODE_AA: dict(base, node=TUNED)}) if pairs else configs
+                warm_up(spec, warm, args, samplers, probe, log)
+            windows = (measure_pairs if pairs else measure)(spec, configs, args, samplers, probe, log)
             results.append(
                 {
                     "workload": spec,
+                    "design": args.design,
                     "arms": list(configs),
                     "configs": configs,
                     "predicted": {"tuned": predicted, "defaults": base_predicted},
@@ -344,7 +518,7 @@ def main(argv=None):
     args = parse_args(argv)
     if args.render:
         with open(args.render, encoding="utf-8") as handle:
-            print(markdown(json.load(handle)["results"]))
+            print(render(json.load(handle)["results"]))
         return 0
     if not os.path.exists(args.model):
         raise SystemExit("--model: %s does not exist; make it with benchmarks/shape_training.py --model" % args.model)
@@ -367,7 +541,7 @@ def main(argv=None):
         for node in started:
             log("stopping %s" % node.name)
             ke._shape.playbook("lab_down.yml", node)
-    text = "Node shape: %s.\n\n%s\nWall time: %.0f min.\n" % (shape, markdown(results), (time.monotonic() - began) / 60)
+    text = "Node shape: %s.\n\n%s\nWall time: %.0f min.\n" % (shape, render(results), (time.monotonic() - began) / 60)
     with open(os.path.join(out, "shape-tuning-%s.md" % stamp), "w", encoding="utf-8") as handle:
         handle.write(text)
     print(text)

@@ -116,6 +116,34 @@ def summarize(ratios, confidence=0.95, resamples=4000, seed=1):
     return out
 
 
+def ratio_of_ratios(ratios, reference, confidence=0.95):
+    """{"ratio", "t_interval", "n", "n_reference"}: the geometric mean of ratios over that of reference, with a
+    Welch t interval on the logarithms (two independent samples, unequal spreads). The design of two nodes side by
+    side: reference holds the node A/A's ratios (both nodes on the same configuration), ratios the comparison's
+    (B's node on its candidate), so that what one node does better than the other whatever it runs is taken out.
+    The interval is None with fewer than 2 ratios on either side."""
+    if not 0.5 <= confidence < 1.0:
+        raise DesignError("confidence: %r must lie in [0.5, 1)" % (confidence,))
+    logs = [math.log(r) for r in ratios if r and r > 0]
+    ref = [math.log(r) for r in reference if r and r > 0]
+    out = {"n": len(logs), "n_reference": len(ref), "ratio": None, "t_interval": None}
+    if not logs or not ref:
+        return out
+    diff = statistics.mean(logs) - statistics.mean(ref)
+    out["ratio"] = math.exp(diff)
+    if len(logs) < 2 or len(ref) < 2:
+        return out
+    var_a = statistics.variance(logs) / len(logs)
+    var_b = statistics.variance(ref) / len(ref)
+    if var_a + var_b == 0:
+        out["t_interval"] = [out["ratio"], out["ratio"]]
+        return out
+    df = (var_a + var_b) ** 2 / (var_a**2 / (len(logs) - 1) + var_b**2 / (len(ref) - 1))
+    half = t_quantile(0.5 + confidence / 2.0, max(1.0, df)) * math.sqrt(var_a + var_b)
+    out["t_interval"] = [math.exp(diff - half), math.exp(diff + half)]
+    return out
+
+
 def _skewed(logs):
     """True when the log ratios look far from normal (|sample skewness| > 1 with 5 or more): then the
     nonparametric interval is the one to read."""

@@ -175,3 +175,83 @@ def test_with_a_tuned_node_the_tuned_arm_runs_there_with_its_knobs(monkeypatch):
     assert {r[1] for r in runs if r[0] != "tuned"} == {"bench-cassandra1"}
     assert ("bench-tuned1", {"concurrent_reads": 124}) in applied
     assert all(name == "bench-cassandra1" for name, config in applied if config["concurrent_reads"] == 32)
+
+
+def _pair_configs(latest=False):
+    base = {"concurrent_reads": 32, bench.st.CHUNK: 16}
+    configs = {"defaults": base, "tuned": {"concurrent_reads": 124, bench.st.CHUNK: 4, "node": bench.TUNED}}
+    if latest:
+        configs[bench.LATEST] = {"node": bench.LATEST, bench.st.CHUNK: 16}
+    configs["defaults again"] = base
+    return configs
+
+
+def test_pairs_run_the_node_aa_then_each_arm_against_the_bench_nodes_defaults(monkeypatch):
+    applied, runs = [], []
+    monkeypatch.setattr(bench.st, "apply_config", lambda config, node=None: applied.append((node.name, dict(config))))
+
+    def client_window(spec, table, args, seconds, settle, sampler, probe, label, node):
+        runs.append((label, node.name, table))
+        return {"arm": label, "ops_s": 4000.0, "server_cpu": 0.9}
+
+    monkeypatch.setattr(bench.ke, "client_window", client_window)
+    nodes = (bench.ke._shape.BENCH_NODE, bench.ke._shape.TUNED_NODE, bench.ke._shape.LATEST_NODE)
+    samplers = {node.name: _Sampler() for node in nodes}
+    args = bench.parse_args(["--design", "pairs", "--rounds", "4", "--latest"])
+    assert args.tuned_node
+    windows = bench.measure_pairs("b", _pair_configs(latest=True), args, samplers, None, print)
+    assert [w["phase"] for w in windows] == [bench.NODE_AA] * 8 + ["tuned"] * 8 + [bench.LATEST] * 8
+    # ABBA in every phase; A always the bench node's defaults on its 16 KiB table.
+    assert [w["arm"] for w in windows[:8]] == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    assert {r[1:] for r in runs if r[0] == "A"} == {("bench-cassandra1", "usertable")}
+    # The node A/A: the tuned node on the defaults and the same chunk length; then its tuned configuration.
+    assert {r[1:] for r in runs[:8] if r[0] == "B"} == {("bench-tuned1", "usertable")}
+    assert {r[1:] for r in runs[8:16] if r[0] == "B"} == {("bench-tuned1", "usertable_c4")}
+    assert {r[1:] for r in runs[16:] if r[0] == "B"} == {("bench-latest1", "usertable")}
+    assert ("bench-tuned1", {"concurrent_reads": 32}) in applied and (
+        "bench-tuned1",
+        {"concurrent_reads": 124},
+    ) in applied
+    assert all(name != "bench-latest1" for name, _config in applied)
+
+
+def _pair_windows(gains, node_bias=1.05, noise=(1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99)):
+    out = []
+    for phase, gain in gains.items():
+        for index, label in enumerate(bench.designs.window_order(4)):
+            ops = 4000.0 * noise[index % len(noise)]
+            if label == "B":
+                ops *= node_bias * gain
+            out.append(
+                {
+                    "phase": phase,
+                    "arm": label,
+                    "index": index,
+                    "node": "bench-tuned1" if label == "B" else "bench-cassandra1",
+                    "ops_s": ops,
+                    "ops_per_speed": ops / 40000.0,
+                    "server_cpu": 0.95,
+                    "client_side_cpu": 0.2,
+                    "read_mb_s": 60.0,
+                }
+            )
+    return out
+
+
+def test_pairs_take_the_node_aa_out_and_call_a_gain_against_its_floor():
+    windows = _pair_windows({bench.NODE_AA: 1.0, "tuned": 1.25})
+    found = bench.summarize_pairs(windows)
+    assert found["floor"] is not None and found["floor"] > 0.0
+    tuned = found["phases"]["tuned"]
+    # As measured, tuned carries the tuned node's own 5 %; with the node A/A taken out, the configuration's 25 %.
+    assert tuned["summary"]["ratio"] == pytest.approx(1.05 * 1.25, rel=0.02)
+    assert tuned["corrected"]["ratio"] == pytest.approx(1.25, rel=0.02)
+    assert tuned["verdict"] == "B better" and tuned["node"] == {"A": "bench-cassandra1", "B": "bench-tuned1"}
+    text = bench.render([{"workload": "b", "design": "pairs", "configs": _pair_configs(), "windows": windows}])
+    assert "| B | node A/A |" in text and "| B | tuned |" in text and "B better" in text
+
+
+def test_the_pairs_design_names_what_is_allowed():
+    for bad in (["--design", "crossover"], ["--design", "pairs", "--rounds", "3"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(bad)

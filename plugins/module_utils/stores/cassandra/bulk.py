@@ -309,10 +309,13 @@ def table_dir(data_dir, keyspace, table):
     return found[-1]
 
 
-def link_into_table(dataset, data_dir):
+def link_into_table(dataset, data_dir, copy=False):
     """Put a built data set into a stopped node's empty table (TRUNCATE it first, with auto_snapshot off): the
     large files hard-linked, the small ones copied, then the files' cached pages dropped. The node loads them when
     it starts. Returns the seconds it took, the bytes placed and the table's directory.
+
+    With copy, every file is copied: the node's table then shares no inode, and so no cached page, with any other
+    node that holds the same data set (two nodes of one machine measured side by side on the same rows).
 
     (``nodetool import`` of these files into a running node was tried first: Cassandra 5.0.9 reported "No new
     SSTables were found" for them whatever the source directory was named; a start loads them.)"""
@@ -328,7 +331,7 @@ def link_into_table(dataset, data_dir):
         if name.endswith(".json"):
             continue
         source, dest = os.path.join(dataset["dir"], name), os.path.join(target, name)
-        if name.endswith(_LINKED):
+        if name.endswith(_LINKED) and not copy:
             try:
                 os.link(source, dest)
                 continue
@@ -339,17 +342,26 @@ def link_into_table(dataset, data_dir):
     return {"seconds": round(time.monotonic() - began, 1), "bytes": size, "table_dir": target}
 
 
-def is_loaded(dataset, data_dir):
+def is_loaded(dataset, data_dir, copy=False):
     """True when the node's table holds the data set's files as they were linked in (same inodes): no compaction
-    has rewritten them since. False when the table or the files are missing."""
+    has rewritten them since. With copy (the files were copied in), the same names and sizes stand for the same
+    files (a compaction writes files of new names), and a hard link to them does not count. False when the table or
+    the files are missing."""
     try:
         target = table_dir(data_dir, dataset["keyspace"], dataset["table"])
     except BulkLoadError:
         return False
-    kept = {
-        os.stat(os.path.join(dataset["dir"], name)).st_ino
-        for name in os.listdir(dataset["dir"])
-        if name.endswith("-Data.db")
-    }
-    live = {os.stat(path).st_ino for path in glob.glob(os.path.join(target, "*-Data.db"))}
+
+    def identity(path):
+        found = os.stat(path)
+        return (os.path.basename(path), found.st_size) if copy else found.st_ino
+
+    kept_paths = [
+        os.path.join(dataset["dir"], name) for name in os.listdir(dataset["dir"]) if name.endswith("-Data.db")
+    ]
+    live_paths = glob.glob(os.path.join(target, "*-Data.db"))
+    if copy and {os.stat(p).st_ino for p in kept_paths} & {os.stat(p).st_ino for p in live_paths}:
+        return False  # linked, not copied: it shares its cached pages
+    kept = {identity(path) for path in kept_paths}
+    live = {identity(path) for path in live_paths}
     return bool(kept) and kept <= live

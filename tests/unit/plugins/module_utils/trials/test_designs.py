@@ -112,3 +112,29 @@ def test_the_narrowest_floor_is_chosen_on_the_aa_design_alone():
     name, floor = designs.narrowest_floor({"pairs, raw": wide, "blocks, raw": narrow, "one": designs.summarize([1.0])})
     assert name == "blocks, raw" and floor == designs.noise_floor(narrow)
     assert designs.narrowest_floor({}) == (None, None)
+
+
+def test_ratio_of_ratios_takes_the_nodes_own_difference_out():
+    # B's node is 5 % faster whatever it runs (the node A/A); on its candidate it measured 1.26 over A's node.
+    reference = [1.04, 1.06, 1.05, 1.05]
+    ratios = [1.25, 1.27, 1.26, 1.26]
+    found = designs.ratio_of_ratios(ratios, reference)
+    assert found["n"] == 4 and found["n_reference"] == 4
+    assert found["ratio"] == pytest.approx(1.2, rel=2e-3)
+    low, high = found["t_interval"]
+    assert low < found["ratio"] < high and high / low < 1.05
+
+
+def test_ratio_of_ratios_widens_with_the_reference_spread():
+    ratios = [1.2, 1.22, 1.18, 1.21]
+    narrow = designs.ratio_of_ratios(ratios, [1.0, 1.01, 0.99, 1.0])["t_interval"]
+    wide = designs.ratio_of_ratios(ratios, [0.9, 1.1, 0.95, 1.05])["t_interval"]
+    assert wide[1] / wide[0] > narrow[1] / narrow[0]
+
+
+def test_ratio_of_ratios_without_enough_ratios_has_no_interval():
+    found = designs.ratio_of_ratios([1.1], [1.0, 1.02])
+    assert found["ratio"] == pytest.approx(1.1 / math.sqrt(1.02), rel=1e-9) and found["t_interval"] is None
+    assert designs.ratio_of_ratios([], [1.0])["ratio"] is None
+    with pytest.raises(designs.DesignError, match="^confidence: "):
+        designs.ratio_of_ratios([1.0, 1.1], [1.0, 1.1], confidence=0.2)

@@ -72,10 +72,27 @@ def test_link_into_an_empty_table_links_the_large_files_and_copies_the_small(tmp
         != os.stat(os.path.join(dataset["dir"], "nb-1-big-Statistics.db")).st_ino
     )
     assert bulk.is_loaded(dataset, str(data)) is True
+    assert bulk.is_loaded(dataset, str(data), copy=True) is False  # linked where a copy is wanted
     # A compaction that rewrote the data: no longer the data set.
     os.unlink(table / "nb-1-big-Data.db")
     (table / "nb-2-big-Data.db").write_bytes(b"y")
     assert bulk.is_loaded(dataset, str(data)) is False
+
+
+def test_copy_into_a_table_shares_no_inode_and_is_recognized_by_name_and_size(tmp_path):
+    dataset = _fake_dataset(tmp_path)
+    data = tmp_path / "data"
+    table = data / "ks" / "t-0123abcd"
+    table.mkdir(parents=True)
+    bulk.link_into_table(dataset, str(data), copy=True)
+    for name in os.listdir(table):
+        assert os.stat(table / name).st_ino != os.stat(os.path.join(dataset["dir"], name)).st_ino
+    # Copied files are not the data set's inodes, so only the copy rule recognizes them.
+    assert bulk.is_loaded(dataset, str(data)) is False
+    assert bulk.is_loaded(dataset, str(data), copy=True) is True
+    os.unlink(table / "nb-1-big-Data.db")
+    (table / "nb-2-big-Data.db").write_bytes(b"x" * 10)
+    assert bulk.is_loaded(dataset, str(data), copy=True) is False
 
 
 def test_link_refuses_a_table_that_still_has_sstables(tmp_path):
