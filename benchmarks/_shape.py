@@ -168,7 +168,7 @@ def playbook(name, node=BENCH_NODE):
     result = run_playbook(os.path.join(ROOT, "playbooks", name), node.inventory)
     if result.returncode != 0:
         raise SystemExit(
-            "%s on the inventory %s failed:\n%s" % (name, os.path.relpath(node.inventory, ROOT), result.stdout[-3000:])
+            "%s on the inventory %s failed:\n%s" % (name, os.path.relpath(node.inventory, ROOT), result.stderr[-3000:])
         )
 
 
