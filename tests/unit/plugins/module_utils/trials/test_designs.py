@@ -121,8 +121,8 @@ def test_ratio_of_ratios_takes_the_nodes_own_difference_out():
     found = designs.ratio_of_ratios(ratios, reference)
     assert found["n"] == 4 and found["n_reference"] == 4
     assert found["ratio"] == pytest.approx(1.2, rel=2e-3)
-    low, high = found["t_interval"]
-    assert low < found["ratio"] < high and high / low < 1.05
+    interval = found["t_interval"]
+    assert interval[0] < found["ratio"] < interval[1] and interval[1] / interval[0] < 1.05
 
 
 def test_ratio_of_ratios_widens_with_the_reference_spread():
