@@ -234,9 +234,13 @@ def pair_phases(configs):
 
 def measure_pairs(spec, configs, args, samplers, probe, log):
     """--design pairs: per phase, --rounds pairs of windows in ABBA order, each window a client run on its arm's
-    node and table with that node's live knobs set first."""
+    node and table with that node's live knobs set first. With --warmup-s, A's table is warmed once, and B's right
+    before its phase: the tuned node reads the defaults' table in the node A/A and its tuned table after it, and
+    the page cache of its memory group holds only one of them."""
     windows = []
-    for phase, a_config, b_config in pair_phases(configs):
+    for number, (phase, a_config, b_config) in enumerate(pair_phases(configs)):
+        if args.warmup_s:
+            warm_up(spec, ({"A": a_config} if number == 0 else {}) | {phase: b_config}, args, samplers, probe, log)
         labels = designs.window_order(args.rounds, "abba")
         for index, label in enumerate(labels):
             config = dict(a_config if label == "A" else b_config)
@@ -493,10 +497,8 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log):
             base_predicted = float(tuner.Throughput(model, hardware=hardware).node_matrix([work], [base])[0][0])
             log("%s: tuned %s (predicted %.0f ops/s; per chunk %s)" % (spec, config, predicted, per_chunk))
             pairs = args.design == "pairs"
-            if args.warmup_s:
-                # In pairs, the tuned node also reads the defaults' table (the node A/A).
-                warm = dict(configs, **{NODE_AA: dict(base, node=TUNED)}) if pairs else configs
-                warm_up(spec, warm, args, samplers, probe, log)
+            if args.warmup_s and not pairs:  # pairs warm each phase's tables before it
+                warm_up(spec, configs, args, samplers, probe, log)
             windows = (measure_pairs if pairs else measure)(spec, configs, args, samplers, probe, log)
             results.append(
                 {

@@ -255,3 +255,26 @@ def test_the_pairs_design_names_what_is_allowed():
     for bad in (["--design", "crossover"], ["--design", "pairs", "--rounds", "3"]):
         with pytest.raises(SystemExit):
             bench.parse_args(bad)
+
+
+def test_pairs_warm_each_phase_b_table_right_before_its_phase(monkeypatch):
+    runs = []
+    monkeypatch.setattr(bench.st, "apply_config", lambda config, node=None: None)
+
+    def client_window(spec, table, args, seconds, settle, sampler, probe, label, node):
+        runs.append((label, node.name, table))
+        return {"arm": label, "ops_s": 4000.0, "server_cpu": 0.9}
+
+    monkeypatch.setattr(bench.ke, "client_window", client_window)
+    nodes = (bench.ke._shape.BENCH_NODE, bench.ke._shape.TUNED_NODE, bench.ke._shape.LATEST_NODE)
+    samplers = {node.name: _Sampler() for node in nodes}
+    args = bench.parse_args(["--design", "pairs", "--rounds", "2", "--latest", "--warmup-s", "30"])
+    bench.measure_pairs("b", _pair_configs(latest=True), args, samplers, None, print)
+    warm = [(index, r[1], r[2]) for index, r in enumerate(runs) if r[0] == "warm-up"]
+    # The bench node's table once; then B's table of each phase just before that phase's 4 windows.
+    assert warm == [
+        (0, "bench-cassandra1", "usertable"),
+        (1, "bench-tuned1", "usertable"),
+        (6, "bench-tuned1", "usertable_c4"),
+        (11, "bench-latest1", "usertable"),
+    ]
