@@ -152,7 +152,9 @@ def test_the_rounds_run_each_arm_on_its_node_and_the_other_node_idles(monkeypatc
     assert all("node" not in config for config in applied) and len(applied) == 12 + 1
 
 
-def test_with_a_tuned_node_the_tuned_arm_runs_there_with_its_knobs(monkeypatch):
+def _record_runs(monkeypatch):
+    """(applied, runs): the live knobs set, as (node, configuration), and the client runs, as (label, node, table),
+    with no node touched."""
     applied, runs = [], []
     monkeypatch.setattr(bench.st, "apply_config", lambda config, node=None: applied.append((node.name, dict(config))))
 
@@ -161,6 +163,11 @@ def test_with_a_tuned_node_the_tuned_arm_runs_there_with_its_knobs(monkeypatch):
         return {"arm": label, "ops_s": 4000.0, "server_cpu": 0.9}
 
     monkeypatch.setattr(bench.ke, "client_window", client_window)
+    return applied, runs
+
+
+def test_with_a_tuned_node_the_tuned_arm_runs_there_with_its_knobs(monkeypatch):
+    applied, runs = _record_runs(monkeypatch)
     base = {"concurrent_reads": 32, bench.st.CHUNK: 16}
     configs = {
         "defaults": base,
@@ -187,14 +194,7 @@ def _pair_configs(latest=False):
 
 
 def test_pairs_run_the_node_aa_then_each_arm_against_the_bench_nodes_defaults(monkeypatch):
-    applied, runs = [], []
-    monkeypatch.setattr(bench.st, "apply_config", lambda config, node=None: applied.append((node.name, dict(config))))
-
-    def client_window(spec, table, args, seconds, settle, sampler, probe, label, node):
-        runs.append((label, node.name, table))
-        return {"arm": label, "ops_s": 4000.0, "server_cpu": 0.9}
-
-    monkeypatch.setattr(bench.ke, "client_window", client_window)
+    applied, runs = _record_runs(monkeypatch)
     nodes = (bench.ke._shape.BENCH_NODE, bench.ke._shape.TUNED_NODE, bench.ke._shape.LATEST_NODE)
     samplers = {node.name: _Sampler() for node in nodes}
     args = bench.parse_args(["--design", "pairs", "--rounds", "4", "--latest"])
@@ -258,14 +258,7 @@ def test_the_pairs_design_names_what_is_allowed():
 
 
 def test_pairs_warm_each_phase_b_table_right_before_its_phase(monkeypatch):
-    runs = []
-    monkeypatch.setattr(bench.st, "apply_config", lambda config, node=None: None)
-
-    def client_window(spec, table, args, seconds, settle, sampler, probe, label, node):
-        runs.append((label, node.name, table))
-        return {"arm": label, "ops_s": 4000.0, "server_cpu": 0.9}
-
-    monkeypatch.setattr(bench.ke, "client_window", client_window)
+    _applied, runs = _record_runs(monkeypatch)
     nodes = (bench.ke._shape.BENCH_NODE, bench.ke._shape.TUNED_NODE, bench.ke._shape.LATEST_NODE)
     samplers = {node.name: _Sampler() for node in nodes}
     args = bench.parse_args(["--design", "pairs", "--rounds", "2", "--latest", "--warmup-s", "30"])
