@@ -17,6 +17,7 @@ from ansible_run import run_playbook
 from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups, process
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import bulk
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import state as cstate
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import run_nodetool
 
 BENCH = os.path.join(ROOT, ".lab", "bench")
@@ -123,6 +124,81 @@ def cql_execute(statement, timeout=120, node=BENCH_NODE):
         return list(session.execute(statement, timeout=timeout))
     finally:
         cluster.shutdown()
+
+
+def table_state(table, node=BENCH_NODE):
+    """The state a configuration leaves in one of the node's tables: {"sstables", "sstables_per_read" (the p50 of
+    SSTables touched per local read), "sstables_per_read_max", "pending_compactions"} (two nodetool calls)."""
+    key = (KEYSPACE, table)
+    stats = cstate.parse_tablestats_json(nodetool("tablestats", "-F", "json", "%s.%s" % key, node=node), [KEYSPACE])
+    histograms = cstate.parse_tablehistograms(nodetool("tablehistograms", *key, node=node), [KEYSPACE])
+    pending = cstate.parse_compactionstats(nodetool("compactionstats", node=node))
+    return {
+        "sstables": stats.get(key, {}).get("sstable_count"),
+        "sstables_per_read": histograms.get(key, {}).get("p50"),
+        "sstables_per_read_max": histograms.get(key, {}).get("max"),
+        "pending_compactions": pending,
+    }
+
+
+def table_compaction(table, node=BENCH_NODE):
+    """The compaction options of one of the node's tables (system_schema.tables), as a CQL map literal."""
+    rows = cql_execute(
+        "SELECT compaction FROM system_schema.tables WHERE keyspace_name = '%s' AND table_name = '%s'"
+        % (KEYSPACE, table),
+        node=node,
+    )
+    if not rows:
+        raise SystemExit("%s.%s: no such table on %s" % (KEYSPACE, table, node.name))
+    return cql_map(dict(rows[0].compaction))
+
+
+def cql_map(options):
+    """{"class": "X", ...} as a CQL map literal."""
+    return "{%s}" % ", ".join("'%s': '%s'" % (k, str(v).replace("'", "''")) for k, v in sorted(options.items()))
+
+
+def switch_compaction(table, options, node=BENCH_NODE, timeout_s=1800.0, poll_s=10.0, log=print):
+    """ALTER TABLE ... WITH compaction = options on the node, then wait until the compactions it starts have run
+    (no pending task in two polls in a row, or timeout_s). Returns the switch's price: {"seconds", "node_cpu_s",
+    "write_mb" (bytes the node wrote meanwhile), "finished" (False on timeout), "before", "after" (table_state)}."""
+    pid = server_pid(node)
+    before = table_state(table, node)
+    cpu0, written0, began = process.cpu_seconds(pid), _written(pid), time.monotonic()
+    cql_execute("ALTER TABLE %s.%s WITH compaction = %s" % (KEYSPACE, table, options), node=node)
+    quiet = 0
+    finished = False
+    while time.monotonic() - began < timeout_s:
+        time.sleep(poll_s)
+        pending = cstate.parse_compactionstats(nodetool("compactionstats", node=node))
+        quiet = quiet + 1 if pending == 0 else 0
+        if quiet >= 2:
+            finished = True
+            break
+        log(
+            "  %s.%s on %s: %s compactions pending (%.0f s)"
+            % (KEYSPACE, table, node.name, pending, time.monotonic() - began)
+        )
+    return {
+        "options": options,
+        "seconds": round(time.monotonic() - began, 1),
+        "node_cpu_s": round(process.cpu_seconds(pid) - cpu0, 1),
+        "write_mb": round((_written(pid) - written0) / 1e6, 1) if written0 is not None else None,
+        "finished": finished,
+        "before": before,
+        "after": table_state(table, node),
+    }
+
+
+def _written(pid):
+    try:
+        with open("/proc/%d/io" % pid) as handle:
+            for line in handle:
+                if line.startswith("write_bytes:"):
+                    return int(line.split(":")[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def server_pid(node=BENCH_NODE):

@@ -34,6 +34,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -57,6 +58,11 @@ TUNED = "tuned"
 DESIGNS = ("rounds", "pairs")
 # --design pairs: the phase in which both nodes run the defaults.
 NODE_AA = "node A/A"
+# A per-table knob that leaves state behind: a pairs phase with it switches the tuned node's table to the unified
+# compaction strategy with these scaling_parameters (ALTER TABLE, no restart) before the phase, and waits for the
+# compactions that starts; the switch's time, CPU and writes are its price. Switched back at the end of the run.
+UCS = "compaction.scaling_parameters"
+UCS_PARAMETERS = re.compile(r"^(N|[LT]\d+|-?\d+)$")
 # The ways to pair the windows of a phase, and the throughput each takes: the one whose node A/A is the narrowest
 # is chosen on the node A/A alone and then read for every phase (as knob_effects.py does).
 PAIR_ESTIMATORS = {
@@ -70,6 +76,21 @@ PAIR_ESTIMATORS = {
 def node_of(config):
     """The bench node an arm's configuration runs on (its "node" entry; the bench node when it has none)."""
     return {LATEST: ke._shape.LATEST_NODE, TUNED: ke._shape.TUNED_NODE}.get(config.get("node"), ke._shape.BENCH_NODE)
+
+
+def ucs_arm(scaling):
+    """The name of a --ucs phase."""
+    return "UCS %s" % scaling
+
+
+def ucs_options(scaling):
+    """The CQL compaction map of the unified compaction strategy with these scaling_parameters."""
+    return ke._shape.cql_map({"class": "UnifiedCompactionStrategy", "scaling_parameters": scaling})
+
+
+def live_part(config):
+    """The knobs of an arm's configuration that apply_config sets live (not the table, node or compaction)."""
+    return {k: v for k, v in config.items() if k not in (st.CHUNK, "node", UCS)}
 
 
 def tuned_config(model, hardware, spec, records, threads, defaults):
@@ -232,30 +253,48 @@ def pair_phases(configs):
     ]
 
 
-def measure_pairs(spec, configs, args, samplers, probe, log):
+def measure_pairs(spec, configs, args, samplers, probe, log, switches=None):
     """--design pairs: per phase, --rounds pairs of windows in ABBA order, each window a client run on its arm's
     node and table with that node's live knobs set first. With --warmup-s, A's table is warmed once, and B's right
     before its phase: the tuned node reads the defaults' table in the node A/A and its tuned table after it, and
     the page cache of its memory group holds only one of them."""
     windows = []
     for number, (phase, a_config, b_config) in enumerate(pair_phases(configs)):
+        if UCS in b_config:
+            node = node_of(b_config)
+            table = node.tables[b_config[st.CHUNK]]
+            log("  %s: switching %s on %s to %s" % (phase, table, node.name, ucs_options(b_config[UCS])))
+            price = ke._shape.switch_compaction(table, ucs_options(b_config[UCS]), node=node, log=log)
+            log(
+                "  %s: the switch took %.0f s, %.0f s of node CPU, %s MB written; SSTables %s -> %s"
+                % (
+                    phase,
+                    price["seconds"],
+                    price["node_cpu_s"],
+                    price["write_mb"],
+                    price["before"]["sstables"],
+                    price["after"]["sstables"],
+                )
+            )
+            if switches is not None:
+                switches.append(dict(price, phase=phase, node=node.name, table=table))
         if args.warmup_s:
             warm_up(spec, ({"A": a_config} if number == 0 else {}) | {phase: b_config}, args, samplers, probe, log)
         labels = designs.window_order(args.rounds, "abba")
         for index, label in enumerate(labels):
-            config = dict(a_config if label == "A" else b_config)
-            chunk = config.pop(st.CHUNK)
+            config = a_config if label == "A" else b_config
+            chunk = config[st.CHUNK]
             node = node_of(config)
-            config.pop("node", None)
             if node is not ke._shape.LATEST_NODE:
-                st.apply_config(config, node)
+                st.apply_config(live_part(config), node)
             began = time.time()
             record = ke.client_window(
                 spec, node.tables[chunk], args, args.window_s, args.settle_s, samplers[node.name], probe, label, node
             )
-            windows.append(dict(record, phase=phase, index=index, node=node.name))
+            state = ke._shape.table_state(node.tables[chunk], node) if args.table_state else {}
+            windows.append(dict(record, phase=phase, index=index, node=node.name, state=state))
             log(
-                "  %s window %d/%d %s (%s, %s KiB) %s ops/s (%.0f s)"
+                "  %s window %d/%d %s (%s, %s KiB) %s ops/s (%.0f s)%s"
                 % (
                     phase,
                     index + 1,
@@ -265,9 +304,13 @@ def measure_pairs(spec, configs, args, samplers, probe, log):
                     chunk,
                     ke._fmt(record["ops_s"], "%.0f"),
                     time.time() - began,
+                    "; SSTables %s, per read %s (max %s)"
+                    % (state.get("sstables"), state.get("sstables_per_read"), state.get("sstables_per_read_max"))
+                    if state
+                    else "",
                 )
             )
-    st.apply_config({k: v for k, v in configs["defaults"].items() if k != st.CHUNK}, ke._shape.BENCH_NODE)
+    st.apply_config(live_part(configs["defaults"]), ke._shape.BENCH_NODE)
     return windows
 
 
@@ -406,7 +449,7 @@ def warm_up(spec, configs, args, samplers, probe, log):
     for config in configs.values():
         node = node_of(config)
         if node is not ke._shape.LATEST_NODE:
-            st.apply_config({k: v for k, v in config.items() if k not in (st.CHUNK, "node")}, node)
+            st.apply_config(live_part(config), node)
         key = (node.name, node.tables[config[st.CHUNK]])
         if key in seen:
             continue
@@ -448,6 +491,21 @@ def parse_args(argv):
     parser.add_argument(
         "--warmup-s", type=float, default=0.0, help="a client run on every table an arm reads before the rounds"
     )
+    parser.add_argument(
+        "--ucs",
+        default="",
+        help="pairs only: a phase per value (e.g. L4,T4) in which the tuned node's table runs the unified compaction "
+        "strategy with these scaling_parameters, switched by ALTER TABLE before the phase (its compactions waited "
+        "for and priced) and switched back at the end of the run",
+    )
+    parser.add_argument(
+        "--no-tuned", action="store_true", help="no surrogate + GA arm (to measure only the node A/A and the others)"
+    )
+    parser.add_argument(
+        "--table-state",
+        action="store_true",
+        help="after every window, the SSTables of its table and the SSTables a read touched (nodetool)",
+    )
     parser.add_argument("--reload", action="store_true", help="reload the data sets even when they are in place")
     parser.add_argument("--records", type=int, default=4000000)
     parser.add_argument("--threads", type=int, default=64)
@@ -457,6 +515,10 @@ def parse_args(argv):
     for name in args.workloads:
         if name not in ke.WORKLOADS:
             parser.error("--workloads: %r is not allowed; choose from %s" % (name, ", ".join(ke.WORKLOADS)))
+    args.ucs = [value.strip() for value in args.ucs.split(",") if value.strip()]
+    for value in args.ucs:
+        if not UCS_PARAMETERS.match(value):
+            parser.error("--ucs: %r is not a scaling parameter; use N, L<n>, T<n> or an integer, e.g. L4,T4" % value)
     if args.design not in DESIGNS:
         parser.error("--design: %r is not allowed; choose one of %s" % (args.design, ", ".join(DESIGNS)))
     if args.rounds < 2:
@@ -466,6 +528,8 @@ def parse_args(argv):
         args.tuned_node = True
         if args.rounds % 2:
             parser.error("--rounds: %r with --design pairs; choose an even number (whole ABBA blocks)" % args.rounds)
+    elif args.ucs or args.no_tuned:
+        parser.error("--ucs and --no-tuned: only with --design pairs (the rounds compare every arm on one node)")
     elif args.latest and args.rounds % 4:
         parser.error(
             "--rounds: %r with --latest; choose a multiple of 4 (a Williams square of four arms)" % args.rounds
@@ -473,9 +537,14 @@ def parse_args(argv):
     return args
 
 
-def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log):
+def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, restore=None):
+    """The run, per workload; restore gets the tuned node's tables' compaction options before a --ucs phase
+    changes them (table -> options), for the caller to put back."""
     for node in nodes:
         ke._shape.ensure_loaded(args.records, force=args.reload, log=log, node=node)
+    if args.ucs and restore is not None:
+        tuned = ke._shape.TUNED_NODE
+        restore.update({t: ke._shape.table_compaction(t, tuned) for t in tuned.tables.values()})
     shape = ke._shape.describe()
     log(shape)
     defaults = dict(st.DEFAULTS, key_cache_size=ke.current_value("key_cache_size"))
@@ -488,7 +557,11 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log):
         for spec in args.workloads:
             config, predicted, per_chunk = tuned_config(model, hardware, spec, args.records, args.threads, defaults)
             base = dict(defaults, **{st.CHUNK: 16})
-            configs = {"defaults": base, "tuned": dict(config, node=TUNED) if args.tuned_node else config}
+            configs = {"defaults": base}
+            if not args.no_tuned:
+                configs["tuned"] = dict(config, node=TUNED) if args.tuned_node else config
+            for scaling in args.ucs:
+                configs[ucs_arm(scaling)] = dict(base, node=TUNED, **{UCS: scaling})
             if args.latest:
                 configs[LATEST] = {"node": LATEST, st.CHUNK: 16}
             configs["defaults again"] = base
@@ -499,7 +572,11 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log):
             pairs = args.design == "pairs"
             if args.warmup_s and not pairs:  # pairs warm each phase's tables before it
                 warm_up(spec, configs, args, samplers, probe, log)
-            windows = (measure_pairs if pairs else measure)(spec, configs, args, samplers, probe, log)
+            switches = []
+            if pairs:
+                windows = measure_pairs(spec, configs, args, samplers, probe, log, switches)
+            else:
+                windows = measure(spec, configs, args, samplers, probe, log)
             results.append(
                 {
                     "workload": spec,
@@ -509,6 +586,7 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log):
                     "predicted": {"tuned": predicted, "defaults": base_predicted},
                     "per_chunk": {str(k): v for k, v in per_chunk.items()},
                     "windows": windows,
+                    "switches": switches,
                 }
             )
             with open(os.path.join(out, "shape-tuning-%s.json" % stamp), "w", encoding="utf-8") as handle:
@@ -531,6 +609,7 @@ def main(argv=None):
     own = ([ke._shape.TUNED_NODE] if args.tuned_node else []) + ([ke._shape.LATEST_NODE] if args.latest else [])
     nodes = [ke._shape.BENCH_NODE] + own
     started = []
+    restore = {}
     try:
         for node in own:
             if not ke._shape.node_running(node):
@@ -538,8 +617,14 @@ def main(argv=None):
                 log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
                 started.append(node)
                 ke._shape.playbook("lab_up.yml", node)
-        results, shape, began = run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log)
+        results, shape, began = run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, restore)
     finally:
+        for table, options in restore.items():
+            log("switching %s on %s back to %s" % (table, ke._shape.TUNED_NODE.name, options))
+            ke._shape.cql_execute(
+                "ALTER TABLE %s.%s WITH compaction = %s" % (ke._shape.KEYSPACE, table, options),
+                node=ke._shape.TUNED_NODE,
+            )
         for node in started:
             log("stopping %s" % node.name)
             ke._shape.playbook("lab_down.yml", node)

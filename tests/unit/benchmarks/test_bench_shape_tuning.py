@@ -271,3 +271,62 @@ def test_pairs_warm_each_phase_b_table_right_before_its_phase(monkeypatch):
         (6, "bench-tuned1", "usertable_c4"),
         (11, "bench-latest1", "usertable"),
     ]
+
+
+def test_ucs_phases_switch_the_tuned_nodes_table_before_them_and_keep_the_price(monkeypatch):
+    applied, runs = _record_runs(monkeypatch)
+    switched, states = [], []
+
+    def switch_compaction(table, options, node=None, log=print):
+        switched.append((node.name, table, options, len(runs)))
+        return {
+            "seconds": 70.0,
+            "node_cpu_s": 65.0,
+            "write_mb": 4300.0,
+            "before": {"sstables": 9},
+            "after": {"sstables": 4},
+        }
+
+    def table_state(table, node=None):
+        states.append((node.name, table))
+        return {"sstables": 3, "sstables_per_read": 1.0, "sstables_per_read_max": 3.0, "pending_compactions": 0}
+
+    monkeypatch.setattr(bench.ke._shape, "switch_compaction", switch_compaction)
+    monkeypatch.setattr(bench.ke._shape, "table_state", table_state)
+    args = bench.parse_args(
+        ["--design", "pairs", "--rounds", "2", "--no-tuned", "--ucs", "L4,T4", "--table-state", "--workloads", "a"]
+    )
+    base = {"concurrent_reads": 32, bench.st.CHUNK: 16}
+    configs = {"defaults": base}
+    for scaling in args.ucs:
+        configs[bench.ucs_arm(scaling)] = dict(base, node=bench.TUNED, **{bench.UCS: scaling})
+    configs["defaults again"] = base
+    nodes = (bench.ke._shape.BENCH_NODE, bench.ke._shape.TUNED_NODE)
+    samplers = {node.name: _Sampler() for node in nodes}
+    switches = []
+    windows = bench.measure_pairs("a", configs, args, samplers, None, print, switches)
+    assert [w["phase"] for w in windows] == [bench.NODE_AA] * 4 + ["UCS L4"] * 4 + ["UCS T4"] * 4
+    # Each UCS phase switches the tuned node's 16 KiB table once, before its first window; the bench node never.
+    assert [(s[0], s[1], s[3]) for s in switched] == [
+        ("bench-tuned1", "usertable", 4),
+        ("bench-tuned1", "usertable", 8),
+    ]
+    assert "'scaling_parameters': 'L4'" in switched[0][2] and "UnifiedCompactionStrategy" in switched[0][2]
+    assert [s["phase"] for s in switches] == ["UCS L4", "UCS T4"] and switches[0]["seconds"] == 70.0
+    # The compaction is no live knob: it never reaches apply_config; every window keeps its table's state.
+    assert all(bench.UCS not in config and "node" not in config for _name, config in applied)
+    assert len(states) == 12 and windows[0]["state"]["sstables_per_read"] == 1.0
+    text = bench.render([{"workload": "a", "design": "pairs", "configs": configs, "windows": windows}])
+    assert "| A | UCS L4 |" in text
+
+
+def test_ucs_phases_name_what_is_allowed():
+    for bad in (
+        ["--design", "pairs", "--rounds", "2", "--ucs", "X4"],
+        ["--design", "pairs", "--rounds", "2", "--ucs", "L4;T4"],
+        ["--ucs", "L4"],
+        ["--no-tuned"],
+    ):
+        with pytest.raises(SystemExit):
+            bench.parse_args(bad)
+    assert bench.parse_args(["--design", "pairs", "--rounds", "2", "--ucs", " L10, T4 ,N"]).ucs == ["L10", "T4", "N"]
