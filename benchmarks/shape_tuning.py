@@ -340,7 +340,11 @@ def summarize_pairs(windows):
         mine = [w for w in windows if w.get("phase") == phase]
 
         def mean(key, arm, mine=mine):
-            values = [w[key] for w in mine if w["arm"] == arm and w.get(key) is not None]
+            values = [
+                w.get(key, (w.get("state") or {}).get(key))
+                for w in mine
+                if w["arm"] == arm and w.get(key, (w.get("state") or {}).get(key)) is not None
+            ]
             return statistics.mean(values) if values else None
 
         out["phases"][phase] = {
@@ -351,7 +355,10 @@ def summarize_pairs(windows):
             "windows": len(mine),
             "node": {arm: next((w["node"] for w in mine if w["arm"] == arm), None) for arm in ("A", "B")},
             "means": {
-                arm: {k: mean(k, arm) for k in ("ops_s", "server_cpu", "client_side_cpu", "read_mb_s")}
+                arm: {
+                    k: mean(k, arm)
+                    for k in ("ops_s", "server_cpu", "client_side_cpu", "read_mb_s", "sstables", "sstables_per_read")
+                }
                 for arm in ("A", "B")
             },
         }
@@ -364,6 +371,7 @@ def markdown_pairs(results):
         " | node A/A taken out [95 %] | ops/s A / B | node CPU A / B | client side CPU | disk read MB/s A / B |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    notes = []
     for item in results:
         found = summarize_pairs(item["windows"])
         floor = found["floor"]
@@ -396,7 +404,40 @@ def markdown_pairs(results):
                     "%s / %s" % (ke._fmt(means["A"]["read_mb_s"], "%.0f"), ke._fmt(means["B"]["read_mb_s"], "%.0f")),
                 )
             )
-    return "\n".join(lines) + "\n"
+        states = any(row["means"]["A"]["sstables_per_read"] is not None for row in found["phases"].values())
+        if states:
+            notes.append(
+                "%s, SSTables in the table and touched per read (the mean of the windows' medians), A / B:"
+                % item["workload"].upper()
+            )
+            for phase, row in found["phases"].items():
+                means = row["means"]
+                notes.append(
+                    "- %s: %s / %s SSTables, %s / %s per read"
+                    % (
+                        phase,
+                        ke._fmt(means["A"]["sstables"], "%.1f"),
+                        ke._fmt(means["B"]["sstables"], "%.1f"),
+                        ke._fmt(means["A"]["sstables_per_read"], "%.1f"),
+                        ke._fmt(means["B"]["sstables_per_read"], "%.1f"),
+                    )
+                )
+        for switch in item.get("switches") or []:
+            notes.append(
+                "- the switch before %s (%s, %s): %.0f s, %.0f s of node CPU, %s MB written, SSTables %s -> %s%s"
+                % (
+                    switch["phase"],
+                    switch["node"],
+                    switch["table"],
+                    switch["seconds"],
+                    switch["node_cpu_s"],
+                    ke._fmt(switch.get("write_mb"), "%.0f"),
+                    switch["before"].get("sstables"),
+                    switch["after"].get("sstables"),
+                    "" if switch.get("finished", True) else " (its compactions had not finished)",
+                )
+            )
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
 def render(results):

@@ -316,8 +316,11 @@ def test_ucs_phases_switch_the_tuned_nodes_table_before_them_and_keep_the_price(
     # The compaction is no live knob: it never reaches apply_config; every window keeps its table's state.
     assert all(bench.UCS not in config and "node" not in config for _name, config in applied)
     assert len(states) == 12 and windows[0]["state"]["sstables_per_read"] == 1.0
-    text = bench.render([{"workload": "a", "design": "pairs", "configs": configs, "windows": windows}])
-    assert "| A | UCS L4 |" in text
+    text = bench.render(
+        [{"workload": "a", "design": "pairs", "configs": configs, "windows": windows, "switches": switches}]
+    )
+    assert "| A | UCS L4 |" in text and "- UCS L4: 3.0 / 3.0 SSTables, 1.0 / 1.0 per read" in text
+    assert "- the switch before UCS T4 (bench-tuned1, usertable): 70 s, 65 s of node CPU, 4300 MB written" in text
 
 
 def test_ucs_phases_name_what_is_allowed():
