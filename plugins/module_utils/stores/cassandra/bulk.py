@@ -315,7 +315,10 @@ def link_into_table(dataset, data_dir, copy=False):
     it starts. Returns the seconds it took, the bytes placed and the table's directory.
 
     With copy, every file is copied: the node's table then shares no inode, and so no cached page, with any other
-    node that holds the same data set (two nodes of one machine measured side by side on the same rows).
+    node that holds the same data set (two nodes of one machine measured side by side on the same rows). The copy
+    reads the data set's files through the page cache of the process that copies, outside any node's memory group,
+    and another node that links those files would then read them from pages its group's limit does not count; so
+    the data set's cached pages are dropped too.
 
     (``nodetool import`` of these files into a running node was tried first: Cassandra 5.0.9 reported "No new
     SSTables were found" for them whatever the source directory was named; a start loads them.)"""
@@ -339,6 +342,8 @@ def link_into_table(dataset, data_dir, copy=False):
                 pass  # another file system: copied
         shutil.copy2(source, dest)
     size = drop_cached(target)
+    if copy:
+        drop_cached(dataset["dir"])
     return {"seconds": round(time.monotonic() - began, 1), "bytes": size, "table_dir": target}
 
 

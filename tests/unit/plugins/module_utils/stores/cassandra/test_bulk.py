@@ -79,12 +79,17 @@ def test_link_into_an_empty_table_links_the_large_files_and_copies_the_small(tmp
     assert bulk.is_loaded(dataset, str(data)) is False
 
 
-def test_copy_into_a_table_shares_no_inode_and_is_recognized_by_name_and_size(tmp_path):
+def test_copy_into_a_table_shares_no_inode_and_is_recognized_by_name_and_size(tmp_path, monkeypatch):
     dataset = _fake_dataset(tmp_path)
     data = tmp_path / "data"
     table = data / "ks" / "t-0123abcd"
     table.mkdir(parents=True)
+    dropped = []
+    monkeypatch.setattr(bulk, "drop_cached", lambda directory: dropped.append(directory) or 0)
     bulk.link_into_table(dataset, str(data), copy=True)
+    # The copy read the data set's files: their cached pages are dropped as well as the copy's, so that no node
+    # linking the data set reads pages cached outside its memory group.
+    assert sorted(dropped) == sorted([str(table), dataset["dir"]])
     for name in os.listdir(table):
         assert os.stat(table / name).st_ino != os.stat(os.path.join(dataset["dir"], name)).st_ino
     # Copied files are not the data set's inodes, so only the copy rule recognizes them.
