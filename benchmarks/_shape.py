@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import glob
 import os
+import subprocess
 import time
 
 from _common import ROOT, stamped_log
@@ -285,13 +287,48 @@ def ensure_loaded(records=RECORDS, chunks=(16, 4), force=False, log=print, node=
     return sets
 
 
+def resident_bytes(paths):
+    """Bytes of these files in the page cache, whichever memory group they are charged to (util-linux fincore),
+    or None when fincore is missing or fails."""
+    if not paths:
+        return 0
+    try:
+        result = subprocess.run(
+            ["fincore", "--bytes", "--noheadings", "--output", "RES", *paths],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        return sum(int(line.split()[0]) for line in result.stdout.splitlines() if line.strip())
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return None
+
+
+def cached_outside(node=BENCH_NODE):
+    """A lower bound of the node's table data cached outside its memory group, in bytes: the resident bytes of its
+    tables' Data.db files less the whole page cache its group holds (None when either is unknown). Pages charged
+    elsewhere (a copy, a checksum, another process's read) are reads the group's limit does not count, and make the
+    node's page cache larger than the shape says."""
+    if not cgroups.version():
+        return None
+    stats = cgroups.MemoryGroup(node.group).stats()
+    if not stats.get("exists") or stats.get("cache") is None:
+        return None
+    files = glob.glob(os.path.join(node.data_dir, KEYSPACE, "*", "*Data.db"))
+    resident = resident_bytes(files)
+    return None if resident is None else max(0, resident - int(stats["cache"]))
+
+
 def describe(node=BENCH_NODE):
     """The node shape in one line, for every table of results."""
     client_cpus, server_cpus = process.cpu_split()
     group = cgroups.MemoryGroup(node.group).stats() if cgroups.version() else {}
-    return "node on CPU %s, load driver and controller on CPU %s; memory cgroup limit %s (heap 1 GiB); %s" % (
+    outside = cached_outside(node)
+    return "node on CPU %s, load driver and controller on CPU %s; memory cgroup limit %s (heap 1 GiB); %s%s" % (
         process.format_cpus(server_cpus),
         process.format_cpus(client_cpus),
         cgroups.format_size(group.get("limit")),
         "data set of %dM rows, 4.3 GB" % (RECORDS // 1000000),
+        "" if outside is None else "; its tables' data cached outside its memory group: %.0f MB" % (outside / 1e6),
     )

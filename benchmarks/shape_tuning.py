@@ -583,6 +583,10 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, re
     changes them (table -> options), for the caller to put back."""
     for node in nodes:
         ke._shape.ensure_loaded(args.records, force=args.reload, log=log, node=node)
+    for node in nodes:
+        outside = ke._shape.cached_outside(node)
+        if outside is not None:
+            log("%s: its tables' data cached outside its memory group: %.0f MB" % (node.name, outside / 1e6))
     if args.ucs and restore is not None:
         tuned = ke._shape.TUNED_NODE
         restore.update({t: ke._shape.table_compaction(t, tuned) for t in tuned.tables.values()})

@@ -129,3 +129,37 @@ def test_the_row_cache_is_turned_on_per_table_and_emptied_when_off(monkeypatch):
     assert "'rows_per_partition': 'NONE'" in calls[0][1]
     assert calls[1:] == [("nodetool", "invalidaterowcache"), ("nodetool", "setcachecapacity", 51, 16, 25)]
     assert bench.LIVE_KNOBS["row_cache_size"][1:3] == (0, 256)
+
+
+class _Group:
+    def __init__(self, name):
+        self.name = name
+
+    def stats(self):
+        return {"exists": True, "cache": 600 * 10**6, "limit": 2 << 30}
+
+
+def test_data_cached_outside_the_nodes_memory_group_is_named(monkeypatch, tmp_path):
+    node = bench._shape.dataclasses.replace(bench._shape.BENCH_NODE, inventory=str(tmp_path))
+    monkeypatch.setattr(bench._shape, "BENCH", str(tmp_path))
+    table = os.path.join(node.data_dir, bench._shape.KEYSPACE, "usertable-0123")
+    os.makedirs(table)
+    for name in ("nb-1-big-Data.db", "nb-1-big-Index.db"):
+        with open(os.path.join(table, name), "w") as handle:
+            handle.write("x")
+    monkeypatch.setattr(bench._shape.cgroups, "version", lambda: 1)
+    monkeypatch.setattr(bench._shape.cgroups, "MemoryGroup", _Group)
+    seen = []
+
+    def resident(paths):
+        seen.extend(os.path.basename(p) for p in paths)
+        return 1400 * 10**6
+
+    real = bench._shape.resident_bytes
+    monkeypatch.setattr(bench._shape, "resident_bytes", resident)
+    # 1.4 GB of its Data.db files resident, 0.6 GB of page cache in its group: at least 0.8 GB cached elsewhere.
+    assert bench._shape.cached_outside(node) == 800 * 10**6 and seen == ["nb-1-big-Data.db"]
+    assert "cached outside its memory group: 800 MB" in bench._shape.describe(node)
+    monkeypatch.setattr(bench._shape, "resident_bytes", lambda paths: None)
+    assert bench._shape.cached_outside(node) is None
+    assert real([]) == 0
