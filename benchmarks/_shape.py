@@ -130,7 +130,8 @@ def cql_execute(statement, timeout=120, node=BENCH_NODE):
 
 def table_state(table, node=BENCH_NODE):
     """The state a configuration leaves in one of the node's tables: {"sstables", "sstables_per_read" (the p50 of
-    SSTables touched per local read), "sstables_per_read_max", "pending_compactions"} (two nodetool calls)."""
+    SSTables touched per local read), "sstables_per_read_max", "pending_compactions" (the node's)}, parsed by the
+    observe layer's nodetool parsers (three nodetool calls)."""
     key = (KEYSPACE, table)
     stats = cstate.parse_tablestats_json(nodetool("tablestats", "-F", "json", "%s.%s" % key, node=node), [KEYSPACE])
     histograms = cstate.parse_tablehistograms(nodetool("tablehistograms", *key, node=node), [KEYSPACE])
@@ -166,7 +167,7 @@ def switch_compaction(table, options, node=BENCH_NODE, timeout_s=1800.0, poll_s=
     "write_mb" (bytes the node wrote meanwhile), "finished" (False on timeout), "before", "after" (table_state)}."""
     pid = server_pid(node)
     before = table_state(table, node)
-    cpu0, written0, began = process.cpu_seconds(pid), _written(pid), time.monotonic()
+    cpu0, written0, began = process.cpu_seconds(pid), io_counters(pid).get("write_bytes"), time.monotonic()
     cql_execute("ALTER TABLE %s.%s WITH compaction = %s" % (KEYSPACE, table, options), node=node)
     quiet = 0
     finished = False
@@ -185,22 +186,20 @@ def switch_compaction(table, options, node=BENCH_NODE, timeout_s=1800.0, poll_s=
         "options": options,
         "seconds": round(time.monotonic() - began, 1),
         "node_cpu_s": round(process.cpu_seconds(pid) - cpu0, 1),
-        "write_mb": round((_written(pid) - written0) / 1e6, 1) if written0 is not None else None,
+        "write_mb": round((io_counters(pid)["write_bytes"] - written0) / 1e6, 1) if written0 is not None else None,
         "finished": finished,
         "before": before,
         "after": table_state(table, node),
     }
 
 
-def _written(pid):
+def io_counters(pid):
+    """The process's I/O counters (/proc/<pid>/io: read_bytes, write_bytes, ...), {} when unreadable."""
     try:
         with open("/proc/%d/io" % pid) as handle:
-            for line in handle:
-                if line.startswith("write_bytes:"):
-                    return int(line.split(":")[1])
+            return {k: int(v) for k, v in (line.split(":") for line in handle if ":" in line)}
     except (OSError, ValueError):
-        pass
-    return None
+        return {}
 
 
 def server_pid(node=BENCH_NODE):

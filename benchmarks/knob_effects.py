@@ -196,12 +196,7 @@ class Sampler:
         self.group = cgroups.MemoryGroup(group) if cgroups.version() else None
 
     def sample(self):
-        counters = {}
-        try:
-            with open("/proc/%d/io" % self.pid) as handle:
-                counters = {k: int(v) for k, v in (line.split(":") for line in handle if ":" in line)}
-        except (OSError, ValueError):
-            pass
+        counters = _shape.io_counters(self.pid)
         stats = self.group.stats() if self.group else {}
         return {
             "t": time.time(),

@@ -340,11 +340,9 @@ def summarize_pairs(windows):
         mine = [w for w in windows if w.get("phase") == phase]
 
         def mean(key, arm, mine=mine):
-            values = [
-                w.get(key, (w.get("state") or {}).get(key))
-                for w in mine
-                if w["arm"] == arm and w.get(key, (w.get("state") or {}).get(key)) is not None
-            ]
+            # A window's own measure, or its table's state after it (--table-state).
+            values = [w[key] if key in w else (w.get("state") or {}).get(key) for w in mine if w["arm"] == arm]
+            values = [value for value in values if value is not None]
             return statistics.mean(values) if values else None
 
         out["phases"][phase] = {
