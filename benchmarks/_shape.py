@@ -13,6 +13,7 @@ import os
 import subprocess
 import time
 
+import yaml
 from _common import ROOT, stamped_log
 from ansible_run import run_playbook
 
@@ -130,17 +131,14 @@ def cql_execute(statement, timeout=120, node=BENCH_NODE):
 
 def table_state(table, node=BENCH_NODE):
     """The state a configuration leaves in one of the node's tables: {"sstables", "sstables_per_read" (the p50 of
-    SSTables touched per local read), "sstables_per_read_max", "pending_compactions" (the node's)}, parsed by the
-    observe layer's nodetool parsers (three nodetool calls)."""
-    key = (KEYSPACE, table)
-    stats = cstate.parse_tablestats_json(nodetool("tablestats", "-F", "json", "%s.%s" % key, node=node), [KEYSPACE])
-    histograms = cstate.parse_tablehistograms(nodetool("tablehistograms", *key, node=node), [KEYSPACE])
-    pending = cstate.parse_compactionstats(nodetool("compactionstats", node=node))
+    SSTables touched per local read; None before the table's first read), "sstables_per_read_max",
+    "pending_compactions" (the node's)}, from the observe layer's nodetool_state (three nodetool calls)."""
+    found = cstate.nodetool_state(HOME, "127.0.0.1", node.jmx_port, tables=[(KEYSPACE, table)], timeout=600)
     return {
-        "sstables": stats.get(key, {}).get("sstable_count"),
-        "sstables_per_read": histograms.get(key, {}).get("p50"),
-        "sstables_per_read_max": histograms.get(key, {}).get("max"),
-        "pending_compactions": pending,
+        "sstables": found["live_sstables"],
+        "sstables_per_read": found["sstables_per_read"],
+        "sstables_per_read_max": found["sstables_per_read_max"],
+        "pending_compactions": found["pending_compactions_estimated"],
     }
 
 
@@ -188,6 +186,56 @@ def switch_compaction(table, options, node=BENCH_NODE, timeout_s=1800.0, poll_s=
         "node_cpu_s": round(process.cpu_seconds(pid) - cpu0, 1),
         "write_mb": round((io_counters(pid)["write_bytes"] - written0) / 1e6, 1) if written0 is not None else None,
         "finished": finished,
+        "before": before,
+        "after": table_state(table, node),
+    }
+
+
+def node_settings(node=BENCH_NODE):
+    """(cassandra_node_settings, cassandra_node_heap_size) of the node's inventory (its group_vars/cassandra.yml)."""
+    with open(os.path.join(node.inventory, "group_vars", "cassandra.yml"), encoding="utf-8") as handle:
+        variables = yaml.safe_load(handle) or {}
+    return dict(variables.get("cassandra_node_settings") or {}), str(variables.get("cassandra_node_heap_size", "1G"))
+
+
+def restart_with(node, settings=None, heap=None, log=print):
+    """Restart the node with these cassandra.yaml keys on top of its inventory's and this heap size (both None: as
+    its inventory says), through the lab role (lab_up.yml with the variables as extra vars; the role rewrites the
+    file and restarts the node when it changed). Returns the price: {"seconds", "settings", "heap"}."""
+    base, base_heap = node_settings(node)
+    merged = dict(base, **(settings or {}))
+    began = time.monotonic()
+    # The role restarts a running node whose cassandra.yaml changed after it started; a heap size alone does not
+    # change the file, so it is marked changed here (the node keeps its memory group and the page cache in it, as
+    # a real machine's restart keeps the operating system's page cache).
+    config = os.path.join(node.node_dir, "conf", "cassandra.yaml")
+    if os.path.exists(config):
+        os.utime(config)
+    playbook(
+        "lab_up.yml",
+        node,
+        extra_vars={"cassandra_node_settings": merged, "cassandra_node_heap_size": heap or base_heap},
+    )
+    seconds = round(time.monotonic() - began, 1)
+    log(
+        "  %s restarted with %s, heap %s in %.0f s"
+        % (node.name, settings or "its own settings", heap or base_heap, seconds)
+    )
+    return {"seconds": seconds, "settings": dict(settings or {}), "heap": heap or base_heap}
+
+
+def major_compaction(table, node=BENCH_NODE):
+    """nodetool compact of one of the node's tables (all its SSTables into one), priced as switch_compaction."""
+    pid = server_pid(node)
+    before = table_state(table, node)
+    cpu0, written0, began = process.cpu_seconds(pid), io_counters(pid).get("write_bytes"), time.monotonic()
+    nodetool("compact", KEYSPACE, table, node=node)
+    return {
+        "options": "nodetool compact",
+        "seconds": round(time.monotonic() - began, 1),
+        "node_cpu_s": round(process.cpu_seconds(pid) - cpu0, 1),
+        "write_mb": round((io_counters(pid)["write_bytes"] - written0) / 1e6, 1) if written0 is not None else None,
+        "finished": True,
         "before": before,
         "after": table_state(table, node),
     }
@@ -241,8 +289,8 @@ def datasets(records=RECORDS, chunks=(16, 4), node=BENCH_NODE):
     return out
 
 
-def playbook(name, node=BENCH_NODE):
-    result = run_playbook(os.path.join(ROOT, "playbooks", name), node.inventory)
+def playbook(name, node=BENCH_NODE, extra_vars=None):
+    result = run_playbook(os.path.join(ROOT, "playbooks", name), node.inventory, extra_vars=extra_vars)
     if result.returncode != 0:
         raise SystemExit(
             "%s on the inventory %s failed:\n%s" % (name, os.path.relpath(node.inventory, ROOT), result.stderr[-3000:])

@@ -23,14 +23,23 @@ place on cassandra_latest. Each phase is --rounds pairs of windows in ABBA order
 windows apart. Every comparison is given as measured and with the node A/A's ratio taken out (a Welch interval on
 the logarithms).
 
+A pairs phase may also change the tuned node itself, with the bench node on the defaults beside it: --ucs switches
+its table's compaction strategy (ALTER TABLE), --node-phase restarts it with other cassandra.yaml keys or another
+heap, reads its 4 KiB twin table, or compacts that table into one SSTable (nodetool compact). Each step's price
+(seconds; for a compaction its node CPU and bytes written, and the SSTables before and after) is kept beside the
+table, and what the run changed on the tuned node is put back at its end.
+
     .venv/bin/python benchmarks/shape_tuning.py --workloads b --rounds 6
     .venv/bin/python benchmarks/shape_tuning.py --workloads b --design pairs --rounds 8 --latest --warmup-s 600
+    .venv/bin/python benchmarks/shape_tuning.py --workloads b --design pairs --rounds 4 --no-tuned --warmup-s 300 \
+        --table-state --node-phase heap=512M --node-phase heap=512M+chunk=4+compact
     .venv/bin/python benchmarks/shape_tuning.py --render .lab/bench/shape-tuning/shape-tuning-<stamp>.json
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -41,6 +50,7 @@ import time
 
 import knob_effects as ke
 import shape_training as st
+import yaml
 from _common import ROOT
 
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
@@ -63,6 +73,14 @@ NODE_AA = "node A/A"
 # compactions that starts; the switch's time, CPU and writes are its price. Switched back at the end of the run.
 UCS = "compaction.scaling_parameters"
 UCS_PARAMETERS = re.compile(r"^(N|[LT]\d+|-?\d+)$")
+# A phase of the tuned node's own (--node-phase): cassandra.yaml keys and a heap size it restarts with (through the
+# lab role), its 4 KiB twin table, and a major compaction of the table it reads (priced); put back at the run's end.
+NODE_SETTINGS = "cassandra.yaml"
+HEAP = "heap"
+COMPACT = "major compaction"
+NODE_PHASE_KEYS = (NODE_SETTINGS, HEAP, COMPACT)
+SETTING_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+HEAP_SIZE = re.compile(r"^[1-9][0-9]*[MG]$")
 # The ways to pair the windows of a phase, and the throughput each takes: the one whose node A/A is the narrowest
 # is chosen on the node A/A alone and then read for every phase (as knob_effects.py does).
 PAIR_ESTIMATORS = {
@@ -89,8 +107,54 @@ def ucs_options(scaling):
 
 
 def live_part(config):
-    """The knobs of an arm's configuration that apply_config sets live (not the table, node or compaction)."""
-    return {k: v for k, v in config.items() if k not in (st.CHUNK, "node", UCS)}
+    """The knobs of an arm's configuration that apply_config sets live (not the table, node, compaction, or what
+    the node restarts with)."""
+    return {k: v for k, v in config.items() if k not in (st.CHUNK, "node", UCS, *NODE_PHASE_KEYS)}
+
+
+def node_phase_arm(spec):
+    """The name of a --node-phase phase."""
+    return "tuned node: %s" % spec
+
+
+def parse_node_phase(spec):
+    """A --node-phase value (parts joined by "+": NAME=VALUE of cassandra.yaml, heap=SIZE, chunk=KiB, compact) as
+    the configuration keys of its phase; ValueError names the part and what is allowed."""
+    out, settings = {}, {}
+    for part in (p.strip() for p in spec.split("+")):
+        name, _, value = part.partition("=")
+        name, value = name.strip(), value.strip()
+        if name == "compact":
+            if value or "=" in part:
+                raise ValueError("%r: compact takes no value" % part)
+            out[COMPACT] = True
+        elif name == "heap":
+            if not HEAP_SIZE.match(value):
+                raise ValueError("heap=%r: give a size in M or G, e.g. heap=512M" % value)
+            out[HEAP] = value
+        elif name == "chunk":
+            if not value.isdigit() or int(value) not in ke._shape.TUNED_NODE.tables:
+                raise ValueError(
+                    "chunk=%r: the tuned node's tables have chunk lengths %s (KiB)"
+                    % (value, ", ".join(str(c) for c in sorted(ke._shape.TUNED_NODE.tables)))
+                )
+            out[st.CHUNK] = int(value)
+        elif SETTING_NAME.match(name) and value:
+            settings[name] = yaml.safe_load(value)
+        else:
+            raise ValueError(
+                "%r: give NAME=VALUE (a cassandra.yaml key), heap=SIZE, chunk=KiB or compact, joined by +" % part
+            )
+    if settings:
+        out[NODE_SETTINGS] = settings
+    if not out:
+        raise ValueError("%r: an empty phase" % spec)
+    return out
+
+
+def restart_state(config):
+    """(cassandra.yaml keys, heap) the tuned node runs an arm's configuration with ({} and None: its own)."""
+    return dict(config.get(NODE_SETTINGS) or {}), config.get(HEAP)
 
 
 def tuned_config(model, hardware, spec, records, threads, defaults):
@@ -253,13 +317,48 @@ def pair_phases(configs):
     ]
 
 
-def measure_pairs(spec, configs, args, samplers, probe, log, switches=None):
+def prepare_tuned_node(phase, config, samplers, tuned_state, switches, log):
+    """Before a phase on the tuned node: restart it when the phase runs it with other cassandra.yaml keys or another
+    heap than it runs now (tuned_state, updated), then compact its table when the phase asks; each step's price
+    goes to switches."""
+    node = ke._shape.TUNED_NODE
+    table = node.tables[config[st.CHUNK]]
+    wanted = restart_state(config)
+    if wanted != (tuned_state.get("settings", {}), tuned_state.get("heap")):
+        log("  %s: restarting %s with %s, heap %s" % (phase, node.name, wanted[0] or "its own settings", wanted[1]))
+        price = ke._shape.restart_with(node, wanted[0], wanted[1], log=log)
+        tuned_state.update(settings=wanted[0], heap=wanted[1])
+        samplers[node.name] = ke.Sampler(ke._shape.server_pid(node), node.group)
+        switches.append(dict(price, kind="restart", phase=phase, node=node.name, table=table))
+    if config.get(COMPACT):
+        log("  %s: a major compaction of %s on %s" % (phase, table, node.name))
+        price = ke._shape.major_compaction(table, node)
+        log(
+            "  %s: the compaction took %.0f s, %.0f s of node CPU, %s MB written; SSTables %s -> %s"
+            % (
+                phase,
+                price["seconds"],
+                price["node_cpu_s"],
+                price["write_mb"],
+                price["before"]["sstables"],
+                price["after"]["sstables"],
+            )
+        )
+        switches.append(dict(price, kind="compaction", phase=phase, node=node.name, table=table))
+
+
+def measure_pairs(spec, configs, args, samplers, probe, log, switches=None, tuned_state=None):
     """--design pairs: per phase, --rounds pairs of windows in ABBA order, each window a client run on its arm's
     node and table with that node's live knobs set first. With --warmup-s, A's table is warmed once, and B's right
     before its phase: the tuned node reads the defaults' table in the node A/A and its tuned table after it, and
-    the page cache of its memory group holds only one of them."""
+    the page cache of its memory group holds only one of them. tuned_state: what the tuned node was restarted with
+    ({"settings", "heap"}, updated), for the caller to put back."""
     windows = []
+    switches = [] if switches is None else switches
+    tuned_state = {} if tuned_state is None else tuned_state
     for number, (phase, a_config, b_config) in enumerate(pair_phases(configs)):
+        if node_of(b_config) is ke._shape.TUNED_NODE:
+            prepare_tuned_node(phase, b_config, samplers, tuned_state, switches, log)
         if UCS in b_config:
             node = node_of(b_config)
             table = node.tables[b_config[st.CHUNK]]
@@ -276,8 +375,7 @@ def measure_pairs(spec, configs, args, samplers, probe, log, switches=None):
                     price["after"]["sstables"],
                 )
             )
-            if switches is not None:
-                switches.append(dict(price, phase=phase, node=node.name, table=table))
+            switches.append(dict(price, kind="compaction strategy", phase=phase, node=node.name, table=table))
         if args.warmup_s:
             warm_up(spec, ({"A": a_config} if number == 0 else {}) | {phase: b_config}, args, samplers, probe, log)
         labels = designs.window_order(args.rounds, "abba")
@@ -421,21 +519,33 @@ def markdown_pairs(results):
                     )
                 )
         for switch in item.get("switches") or []:
-            notes.append(
-                "- the switch before %s (%s, %s): %.0f s, %.0f s of node CPU, %s MB written, SSTables %s -> %s%s"
-                % (
-                    switch["phase"],
-                    switch["node"],
-                    switch["table"],
-                    switch["seconds"],
-                    switch["node_cpu_s"],
-                    ke._fmt(switch.get("write_mb"), "%.0f"),
-                    switch["before"].get("sstables"),
-                    switch["after"].get("sstables"),
-                    "" if switch.get("finished", True) else " (its compactions had not finished)",
-                )
-            )
+            notes.append(switch_note(switch))
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+
+
+def switch_note(switch):
+    """One line under the pairs table: a step before a phase and its price."""
+    kind = switch.get("kind", "compaction strategy")
+    if kind == "restart":
+        return "- the restart before %s (%s, with %s, heap %s): %.0f s" % (
+            switch["phase"],
+            switch["node"],
+            switch["settings"] or "its own settings",
+            switch["heap"],
+            switch["seconds"],
+        )
+    return "- the %s before %s (%s, %s): %.0f s, %s s of node CPU, %s MB written, SSTables %s -> %s%s" % (
+        "switch" if kind == "compaction strategy" else kind,
+        switch["phase"],
+        switch["node"],
+        switch["table"],
+        switch["seconds"],
+        ke._fmt(switch.get("node_cpu_s"), "%.0f"),
+        ke._fmt(switch.get("write_mb"), "%.0f"),
+        switch["before"].get("sstables"),
+        switch["after"].get("sstables"),
+        "" if switch.get("finished", True) else " (its compactions had not finished)",
+    )
 
 
 def render(results):
@@ -538,6 +648,15 @@ def parse_args(argv):
         "for and priced) and switched back at the end of the run",
     )
     parser.add_argument(
+        "--node-phase",
+        action="append",
+        default=[],
+        help="pairs only, repeatable: a phase in which the tuned node runs the defaults with these changes, joined by "
+        "+: NAME=VALUE (a cassandra.yaml key; the node restarts), heap=SIZE (restart), chunk=4 (its 4 KiB twin "
+        "table), compact (a major compaction of that table, priced); e.g. heap=512M+chunk=4+compact. The node is "
+        "restarted with its own settings at the end of the run",
+    )
+    parser.add_argument(
         "--no-tuned", action="store_true", help="no surrogate + GA arm (to measure only the node A/A and the others)"
     )
     parser.add_argument(
@@ -558,6 +677,13 @@ def parse_args(argv):
     for value in args.ucs:
         if not UCS_PARAMETERS.match(value):
             parser.error("--ucs: %r is not a scaling parameter; use N, L<n>, T<n> or an integer, e.g. L4,T4" % value)
+    phases = {}
+    for spec in args.node_phase:
+        try:
+            phases[spec] = parse_node_phase(spec)
+        except ValueError as exc:
+            parser.error("--node-phase: %s" % exc)
+    args.node_phase = phases
     if args.design not in DESIGNS:
         parser.error("--design: %r is not allowed; choose one of %s" % (args.design, ", ".join(DESIGNS)))
     if args.rounds < 2:
@@ -567,8 +693,10 @@ def parse_args(argv):
         args.tuned_node = True
         if args.rounds % 2:
             parser.error("--rounds: %r with --design pairs; choose an even number (whole ABBA blocks)" % args.rounds)
-    elif args.ucs or args.no_tuned:
-        parser.error("--ucs and --no-tuned: only with --design pairs (the rounds compare every arm on one node)")
+    elif args.ucs or args.no_tuned or args.node_phase:
+        parser.error(
+            "--ucs, --node-phase and --no-tuned: only with --design pairs (the rounds compare every arm on one node)"
+        )
     elif args.latest and args.rounds % 4:
         parser.error(
             "--rounds: %r with --latest; choose a multiple of 4 (a Williams square of four arms)" % args.rounds
@@ -576,18 +704,41 @@ def parse_args(argv):
     return args
 
 
-def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, restore=None):
-    """The run, per workload; restore gets the tuned node's tables' compaction options before a --ucs phase
-    changes them (table -> options), for the caller to put back."""
+@contextlib.contextmanager
+def tuned_node_restored(log, stopping=()):
+    """What a run changes on the tuned node, put back when the block ends, whatever ends it: yields {"compaction":
+    {table: its compaction options before a --ucs phase}, "restart": {"settings", "heap"} of a --node-phase}, for
+    the run to fill. The compaction options are switched back; a node restarted with other settings is restarted
+    with its own, unless it is in stopping (a node the run started, and stops: its next start takes its own)."""
+    changes = {"compaction": {}, "restart": {}}
+    try:
+        yield changes
+    finally:
+        tuned = ke._shape.TUNED_NODE
+        for table, options in changes["compaction"].items():
+            log("switching %s on %s back to %s" % (table, tuned.name, options))
+            ke._shape.cql_execute(
+                "ALTER TABLE %s.%s WITH compaction = %s" % (ke._shape.KEYSPACE, table, options), node=tuned
+            )
+        restarted = changes["restart"]
+        if (restarted.get("settings") or restarted.get("heap")) and tuned not in stopping:
+            log("restarting %s with its own settings" % tuned.name)
+            ke._shape.restart_with(tuned, log=log)
+
+
+def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, changes=None):
+    """The run, per workload; changes (of tuned_node_restored) gets what the run changes on the tuned node: its
+    tables' compaction options before a --ucs phase changes them, and what a --node-phase restarted it with."""
+    changes = {"compaction": {}, "restart": {}} if changes is None else changes
     for node in nodes:
         ke._shape.ensure_loaded(args.records, force=args.reload, log=log, node=node)
     for node in nodes:
         outside = ke._shape.cached_outside(node)
         if outside is not None:
             log("%s: its tables' data cached outside its memory group: %.0f MB" % (node.name, outside / 1e6))
-    if args.ucs and restore is not None:
+    if args.ucs:
         tuned = ke._shape.TUNED_NODE
-        restore.update({t: ke._shape.table_compaction(t, tuned) for t in tuned.tables.values()})
+        changes["compaction"].update({t: ke._shape.table_compaction(t, tuned) for t in tuned.tables.values()})
     shape = ke._shape.describe()
     log(shape)
     defaults = dict(st.DEFAULTS, key_cache_size=ke.current_value("key_cache_size"))
@@ -605,6 +756,8 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, re
                 configs["tuned"] = dict(config, node=TUNED) if args.tuned_node else config
             for scaling in args.ucs:
                 configs[ucs_arm(scaling)] = dict(base, node=TUNED, **{UCS: scaling})
+            for name, changes in args.node_phase.items():
+                configs[node_phase_arm(name)] = dict(base, node=TUNED, **changes)
             if args.latest:
                 configs[LATEST] = {"node": LATEST, st.CHUNK: 16}
             configs["defaults again"] = base
@@ -617,7 +770,7 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, re
                 warm_up(spec, configs, args, samplers, probe, log)
             switches = []
             if pairs:
-                windows = measure_pairs(spec, configs, args, samplers, probe, log, switches)
+                windows = measure_pairs(spec, configs, args, samplers, probe, log, switches, changes["restart"])
             else:
                 windows = measure(spec, configs, args, samplers, probe, log)
             results.append(
@@ -652,22 +805,16 @@ def main(argv=None):
     own = ([ke._shape.TUNED_NODE] if args.tuned_node else []) + ([ke._shape.LATEST_NODE] if args.latest else [])
     nodes = [ke._shape.BENCH_NODE] + own
     started = []
-    restore = {}
     try:
-        for node in own:
-            if not ke._shape.node_running(node):
-                # A node of this run's own: started here (about 90 s) and stopped at the end.
-                log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
-                started.append(node)
-                ke._shape.playbook("lab_up.yml", node)
-        results, shape, began = run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, restore)
+        with tuned_node_restored(log, stopping=started) as changes:
+            for node in own:
+                if not ke._shape.node_running(node):
+                    # A node of this run's own: started here (about 90 s) and stopped at the end.
+                    log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
+                    started.append(node)
+                    ke._shape.playbook("lab_up.yml", node)
+            results, shape, began = run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, changes)
     finally:
-        for table, options in restore.items():
-            log("switching %s on %s back to %s" % (table, ke._shape.TUNED_NODE.name, options))
-            ke._shape.cql_execute(
-                "ALTER TABLE %s.%s WITH compaction = %s" % (ke._shape.KEYSPACE, table, options),
-                node=ke._shape.TUNED_NODE,
-            )
         for node in started:
             log("stopping %s" % node.name)
             ke._shape.playbook("lab_down.yml", node)

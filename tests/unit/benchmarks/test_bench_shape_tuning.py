@@ -333,3 +333,94 @@ def test_ucs_phases_name_what_is_allowed():
         with pytest.raises(SystemExit):
             bench.parse_args(bad)
     assert bench.parse_args(["--design", "pairs", "--rounds", "2", "--ucs", " L10, T4 ,N"]).ucs == ["L10", "T4", "N"]
+
+
+def test_node_phases_restart_the_tuned_node_only_when_its_settings_change_and_compact_before_the_phase(monkeypatch):
+    applied, runs = _record_runs(monkeypatch)
+    restarts, compactions = [], []
+
+    def restart_with(node, settings=None, heap=None, log=print):
+        restarts.append((node.name, dict(settings or {}), heap, len(runs)))
+        return {"seconds": 45.0, "settings": dict(settings or {}), "heap": heap or "1G"}
+
+    def major_compaction(table, node=None):
+        compactions.append((node.name, table, len(runs)))
+        return {
+            "seconds": 70.0,
+            "node_cpu_s": 66.0,
+            "write_mb": 4300.0,
+            "before": {"sstables": 4},
+            "after": {"sstables": 1},
+        }
+
+    monkeypatch.setattr(bench.ke._shape, "restart_with", restart_with)
+    monkeypatch.setattr(bench.ke._shape, "major_compaction", major_compaction)
+    monkeypatch.setattr(bench.ke._shape, "server_pid", lambda node=None: 4242)
+    monkeypatch.setattr(bench.ke, "Sampler", lambda pid, group=None: _Sampler())
+    specs = ["heap=512M", "heap=512M+chunk=4+compact", "disk_access_mode=mmap"]
+    args = bench.parse_args(
+        ["--design", "pairs", "--rounds", "2", "--no-tuned"] + sum((["--node-phase", s] for s in specs), [])
+    )
+    base = {"concurrent_reads": 32, bench.st.CHUNK: 16}
+    configs = {"defaults": base}
+    for name, changes in args.node_phase.items():
+        configs[bench.node_phase_arm(name)] = dict(base, node=bench.TUNED, **changes)
+    configs["defaults again"] = base
+    samplers = {node.name: _Sampler() for node in (bench.ke._shape.BENCH_NODE, bench.ke._shape.TUNED_NODE)}
+    switches, state = [], {}
+    windows = bench.measure_pairs("b", configs, args, samplers, None, print, switches, state)
+    phases = [bench.NODE_AA] + [bench.node_phase_arm(s) for s in specs]
+    assert [w["phase"] for w in windows] == sum(([p] * 4 for p in phases), [])
+    # No restart for the node A/A; one for the heap, none for the same heap with the 4 KiB table; one for the
+    # cassandra.yaml key (with the inventory's heap again); each before its phase's first window.
+    assert restarts == [
+        ("bench-tuned1", {}, "512M", 4),
+        ("bench-tuned1", {"disk_access_mode": "mmap"}, None, 12),
+    ]
+    assert compactions == [("bench-tuned1", "usertable_c4", 8)]
+    assert state == {"settings": {"disk_access_mode": "mmap"}, "heap": None}
+    assert {r[2] for r in runs[8:12] if r[0] == "B"} == {"usertable_c4"}
+    # What the node restarts with never reaches the live knobs.
+    assert all(set(config) <= {"concurrent_reads"} for _name, config in applied)
+    assert [s["kind"] for s in switches] == ["restart", "compaction", "restart"]
+    text = bench.render(
+        [{"workload": "b", "design": "pairs", "configs": configs, "windows": windows, "switches": switches}]
+    )
+    assert "- the restart before tuned node: heap=512M (bench-tuned1, with its own settings, heap 512M): 45 s" in text
+    assert (
+        "- the compaction before tuned node: heap=512M+chunk=4+compact (bench-tuned1, usertable_c4): 70 s, 66 s of "
+        "node CPU, 4300 MB written, SSTables 4 -> 1" in text
+    )
+
+
+def test_node_phases_name_what_is_allowed():
+    for bad in ("heap=512", "chunk=8", "compact=yes", "Disk=1", "x", "heap=1G+", ""):
+        with pytest.raises(SystemExit):
+            bench.parse_args(["--design", "pairs", "--rounds", "2", "--node-phase", bad])
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--node-phase", "heap=512M"])
+    found = bench.parse_args(
+        ["--design", "pairs", "--rounds", "2", "--node-phase", "file_cache_enabled=true+heap=768M"]
+    ).node_phase
+    assert found == {
+        "file_cache_enabled=true+heap=768M": {bench.NODE_SETTINGS: {"file_cache_enabled": True}, bench.HEAP: "768M"}
+    }
+
+
+def test_what_a_run_changes_on_the_tuned_node_is_put_back_even_when_it_fails(monkeypatch):
+    statements, restarts = [], []
+    monkeypatch.setattr(bench.ke._shape, "cql_execute", lambda statement, node=None: statements.append(statement))
+    monkeypatch.setattr(bench.ke._shape, "restart_with", lambda node, log=print: restarts.append(node.name))
+    with pytest.raises(RuntimeError):
+        with bench.tuned_node_restored(print) as changes:
+            changes["compaction"]["usertable"] = "{'class': 'SizeTieredCompactionStrategy'}"
+            changes["restart"].update(settings={}, heap="512M")
+            raise RuntimeError("a window failed")
+    assert statements == ["ALTER TABLE tactician.usertable WITH compaction = {'class': 'SizeTieredCompactionStrategy'}"]
+    assert restarts == ["bench-tuned1"]
+    # Nothing changed: nothing to put back. A node the run stops anyway is not restarted first.
+    with bench.tuned_node_restored(print):
+        pass
+    with bench.tuned_node_restored(print, stopping=[bench.ke._shape.TUNED_NODE]) as changes:
+        changes["restart"].update(settings={"disk_access_mode": "mmap"}, heap=None)
+    assert restarts == ["bench-tuned1"] and len(statements) == 1

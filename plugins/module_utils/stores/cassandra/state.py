@@ -212,8 +212,11 @@ def nodetool_state(
     jmx_user=None,
     jmx_password=None,
     timeout=60,
+    tables=None,
 ):
-    """The nodetool state fields of one node (three nodetool calls, one after the other)."""
+    """The nodetool state fields of one node (three nodetool calls, one after the other). tables: only these
+    (keyspace, table) pairs are observed (their keyspaces are then the observed ones), and tablestats and, for a
+    single table, tablehistograms are asked for them alone."""
 
     def run(args):
         return run_nodetool(
@@ -227,7 +230,12 @@ def nodetool_state(
             timeout=timeout,
         )
 
-    keyspaces = list(keyspaces or [])
-    tablestats = parse_tablestats_json(run(["tablestats", "-F", "json", *keyspaces]), keyspaces)
-    histograms = parse_tablehistograms(run(["tablehistograms"]), keyspaces)
+    tables = [tuple(table) for table in tables or []]
+    keyspaces = list(dict.fromkeys(k for k, _t in tables)) if tables else list(keyspaces or [])
+    names = ["%s.%s" % table for table in tables] or keyspaces
+    tablestats = parse_tablestats_json(run(["tablestats", "-F", "json", *names]), keyspaces)
+    histograms = parse_tablehistograms(run(["tablehistograms", *(tables[0] if len(tables) == 1 else ())]), keyspaces)
+    if tables:
+        tablestats = {key: value for key, value in tablestats.items() if key in tables}
+        histograms = {key: value for key, value in histograms.items() if key in tables}
     return state_from_nodetool(tablestats, histograms, parse_compactionstats(run(["compactionstats"])))

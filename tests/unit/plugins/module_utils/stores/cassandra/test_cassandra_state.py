@@ -223,3 +223,30 @@ def test_nodetool_state_runs_three_calls_with_the_keyspaces(monkeypatch):
     ]
     assert all(call[:3] == ("/opt/cassandra", "127.0.0.1", 7499) and call[4] == "s3" for call in calls)
     assert result["live_sstables"] >= 1 and result["sstables_per_read"] is not None
+
+
+def test_nodetool_state_of_one_table_asks_for_it_alone(monkeypatch):
+    calls = []
+    outputs = {
+        "tablestats": recorded("nodetool_tablestats_json.txt"),
+        "tablehistograms": recorded("nodetool_tablehistograms.txt"),
+        "compactionstats": recorded("nodetool_compactionstats.txt"),
+    }
+
+    def fake_nodetool(home, host, port, args, **options):
+        calls.append(list(args))
+        return outputs[args[0]]
+
+    monkeypatch.setattr(state, "run_nodetool", fake_nodetool)
+    every = state.nodetool_state("/opt/cassandra", "127.0.0.1", 7499, ["ycsb_it"])
+    calls.clear()
+    one = state.nodetool_state("/opt/cassandra", "127.0.0.1", 7499, tables=[("ycsb_it", "usertable")])
+    assert calls == [
+        ["tablestats", "-F", "json", "ycsb_it.usertable"],
+        ["tablehistograms", "ycsb_it", "usertable"],
+        ["compactionstats"],
+    ]
+    assert one["live_sstables"] <= every["live_sstables"] and one["pending_compactions_estimated"] is not None
+    assert state.nodetool_state("/opt/cassandra", "127.0.0.1", 7499, tables=[("nosuch", "table")])[
+        "live_sstables"
+    ] == 0
