@@ -812,7 +812,7 @@ def main(argv=None):
                     # A node of this run's own: started here (about 90 s) and stopped at the end.
                     log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
                     started.append(node)
-                    ke._shape.playbook("lab_up.yml", node)
+                    ke._shape.start_node(node)
             results, shape, began = run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, changes)
     finally:
         for node in started:

@@ -163,3 +163,42 @@ def test_data_cached_outside_the_nodes_memory_group_is_named(monkeypatch, tmp_pa
     monkeypatch.setattr(bench._shape, "resident_bytes", lambda paths: None)
     assert bench._shape.cached_outside(node) is None
     assert real([]) == 0
+
+
+def test_a_node_starts_with_none_of_its_data_cached_and_restarts_with_its_settings_on_top(monkeypatch, tmp_path):
+    node = bench._shape.dataclasses.replace(bench._shape.TUNED_NODE, inventory=str(tmp_path))
+    monkeypatch.setattr(bench._shape, "BENCH", str(tmp_path))
+    os.makedirs(os.path.join(tmp_path, "group_vars"))
+    with open(os.path.join(tmp_path, "group_vars", "cassandra.yml"), "w") as handle:
+        handle.write("cassandra_node_heap_size: 1G\ncassandra_node_settings:\n  row_cache_size: 16MiB\n")
+    steps = []
+    monkeypatch.setattr(bench._shape.bulk, "drop_cached", lambda directory: steps.append(("drop", directory)))
+    monkeypatch.setattr(
+        bench._shape, "playbook", lambda name, node=None, extra_vars=None: steps.append((name, extra_vars))
+    )
+    bench._shape.start_node(node)
+    # The pages its last memory group held are dropped before the new group starts.
+    assert steps == [("drop", node.data_dir), ("lab_up.yml", None)]
+    steps.clear()
+    config = os.path.join(node.node_dir, "conf", "cassandra.yaml")
+    os.makedirs(os.path.dirname(config))
+    with open(config, "w") as handle:
+        handle.write("cluster_name: x\n")
+    os.utime(config, (1, 1))
+    price = bench._shape.restart_with(node, {"disk_access_mode": "mmap"}, "512M", log=lambda *a: None)
+    assert steps == [
+        (
+            "lab_up.yml",
+            {
+                "cassandra_node_settings": {"row_cache_size": "16MiB", "disk_access_mode": "mmap"},
+                "cassandra_node_heap_size": "512M",
+            },
+        )
+    ]
+    # The file is marked changed, so that a heap alone restarts the node too; no cache is dropped on a restart.
+    assert (
+        os.stat(config).st_mtime > 1 and price["heap"] == "512M" and price["settings"] == {"disk_access_mode": "mmap"}
+    )
+    steps.clear()
+    bench._shape.restart_with(node, log=lambda *a: None)
+    assert steps[0][1] == {"cassandra_node_settings": {"row_cache_size": "16MiB"}, "cassandra_node_heap_size": "1G"}
