@@ -704,6 +704,24 @@ def parse_args(argv):
     return args
 
 
+def arm_configs(args, defaults, tuned):
+    """{arm: configuration} of a run, in the order of its phases: the defaults (on the 16 KiB table), the tuned
+    configuration (unless --no-tuned), a phase per --ucs and --node-phase value on the tuned node, the latest
+    node's (--latest), and the defaults again."""
+    base = dict(defaults, **{st.CHUNK: 16})
+    configs = {"defaults": base}
+    if not args.no_tuned:
+        configs["tuned"] = dict(tuned, node=TUNED) if args.tuned_node else tuned
+    for scaling in args.ucs:
+        configs[ucs_arm(scaling)] = dict(base, node=TUNED, **{UCS: scaling})
+    for name, changes in args.node_phase.items():
+        configs[node_phase_arm(name)] = dict(base, node=TUNED, **changes)
+    if args.latest:
+        configs[LATEST] = {"node": LATEST, st.CHUNK: 16}
+    configs["defaults again"] = base
+    return configs
+
+
 @contextlib.contextmanager
 def tuned_node_restored(log, stopping=()):
     """What a run changes on the tuned node, put back when the block ends, whatever ends it: yields {"compaction":
@@ -750,17 +768,8 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
     ) as probe:
         for spec in args.workloads:
             config, predicted, per_chunk = tuned_config(model, hardware, spec, args.records, args.threads, defaults)
-            base = dict(defaults, **{st.CHUNK: 16})
-            configs = {"defaults": base}
-            if not args.no_tuned:
-                configs["tuned"] = dict(config, node=TUNED) if args.tuned_node else config
-            for scaling in args.ucs:
-                configs[ucs_arm(scaling)] = dict(base, node=TUNED, **{UCS: scaling})
-            for name, changes in args.node_phase.items():
-                configs[node_phase_arm(name)] = dict(base, node=TUNED, **changes)
-            if args.latest:
-                configs[LATEST] = {"node": LATEST, st.CHUNK: 16}
-            configs["defaults again"] = base
+            configs = arm_configs(args, defaults, config)
+            base = configs["defaults"]
             work = st.workload_row(spec, args.records, args.threads)
             work.pop("name")
             base_predicted = float(tuner.Throughput(model, hardware=hardware).node_matrix([work], [base])[0][0])

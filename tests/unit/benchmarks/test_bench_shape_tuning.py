@@ -361,11 +361,8 @@ def test_node_phases_restart_the_tuned_node_only_when_its_settings_change_and_co
     args = bench.parse_args(
         ["--design", "pairs", "--rounds", "2", "--no-tuned"] + sum((["--node-phase", s] for s in specs), [])
     )
-    base = {"concurrent_reads": 32, bench.st.CHUNK: 16}
-    configs = {"defaults": base}
-    for name, changes in args.node_phase.items():
-        configs[bench.node_phase_arm(name)] = dict(base, node=bench.TUNED, **changes)
-    configs["defaults again"] = base
+    configs = bench.arm_configs(args, {"concurrent_reads": 32}, {"concurrent_reads": 124, bench.st.CHUNK: 4})
+    assert list(configs) == ["defaults"] + [bench.node_phase_arm(s) for s in specs] + ["defaults again"]
     samplers = {node.name: _Sampler() for node in (bench.ke._shape.BENCH_NODE, bench.ke._shape.TUNED_NODE)}
     switches, state = [], {}
     windows = bench.measure_pairs("b", configs, args, samplers, None, print, switches, state)
