@@ -10,6 +10,7 @@ import dataclasses
 import datetime
 import glob
 import os
+import signal
 import subprocess
 import time
 
@@ -100,12 +101,19 @@ TUNED_NODE = Node(
 DATA_DIR, GROUP, CHUNK_TABLES = BENCH_NODE.data_dir, BENCH_NODE.group, BENCH_NODE.tables
 
 
+def _interrupted(number, _frame):
+    raise KeyboardInterrupt("signal %d" % number)
+
+
 def start_run(kind, out=None):
     """What every measuring script on the bench node does first: this process (and the clients it starts) kept off
     the node's CPU, the output folder, a UTC stamp and a stamped log there. Returns (out, stamp, log, server_cpus)."""
     client_cpus, server_cpus = process.cpu_split()
     if client_cpus:
         os.sched_setaffinity(0, client_cpus)
+    # kill -TERM <pid> ends a run as Ctrl-C does, through its cleanup (knobs, tables and nodes put back); a run
+    # started in the background ignores SIGINT.
+    signal.signal(signal.SIGTERM, _interrupted)
     out = out or os.path.join(BENCH, kind)
     os.makedirs(out, exist_ok=True)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 
 import ansible_runner
 
@@ -64,6 +66,10 @@ def run_playbook(playbook, inventory, extra_vars=None, check=False, diff=False, 
             results.append((data.get("task"), data.get("host"), res))
         return True
 
+    # ansible-runner replaces the SIGINT and SIGTERM handlers of the main thread (a signal then only cancels the
+    # playbook) and leaves them so: the caller's are put back after the run, so that it can still be stopped.
+    caught = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.getsignal(s) for s in caught} if threading.current_thread() is threading.main_thread() else {}
     try:
         runner = ansible_runner.run(
             private_data_dir=private,
@@ -79,4 +85,6 @@ def run_playbook(playbook, inventory, extra_vars=None, check=False, diff=False, 
         stdout = runner.stdout.read() if runner.stdout else ""
         return PlaybookResult(runner.rc, runner.stats, results, stdout[-6000:])
     finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         shutil.rmtree(private, ignore_errors=True)

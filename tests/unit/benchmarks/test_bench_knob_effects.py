@@ -202,3 +202,28 @@ def test_a_node_starts_with_none_of_its_data_cached_and_restarts_with_its_settin
     steps.clear()
     bench._shape.restart_with(node, log=lambda *a: None)
     assert steps[0][1] == {"cassandra_node_settings": {"row_cache_size": "16MiB"}, "cassandra_node_heap_size": "1G"}
+
+
+def test_a_playbook_run_leaves_the_callers_signal_handlers_and_a_bench_run_stops_on_sigterm(monkeypatch):
+    import signal
+    import types
+
+    import ansible_run
+
+    def fake_run(**kwargs):
+        # What ansible-runner does when no cancel callback is given.
+        signal.signal(signal.SIGTERM, lambda *a: None)
+        signal.signal(signal.SIGINT, lambda *a: None)
+        return types.SimpleNamespace(rc=0, stats={}, stdout=None)
+
+    monkeypatch.setattr(ansible_run.ansible_runner, "run", fake_run)
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        assert ansible_run.run_playbook("playbooks/lab_up.yml", "inventories/bench").returncode == 0
+        assert {s: signal.getsignal(s) for s in before} == before
+        signal.signal(signal.SIGTERM, bench._shape._interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            bench._shape._interrupted(signal.SIGTERM, None)
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
