@@ -258,6 +258,39 @@ def io_counters(pid):
         return {}
 
 
+def block_device(path):
+    """The name of the whole disk that holds path (vda for a file on /dev/vda1), or None."""
+    try:
+        number = os.stat(path).st_dev
+        link = os.path.realpath("/sys/dev/block/%d:%d" % (os.major(number), os.minor(number)))
+    except OSError:
+        return None
+    if not os.path.exists(link):
+        return None
+    # A partition's directory sits inside its disk's.
+    return (
+        os.path.basename(os.path.dirname(link))
+        if os.path.exists(os.path.join(link, "partition"))
+        else (os.path.basename(link))
+    )
+
+
+def disk_counters(device, path="/proc/diskstats"):
+    """The disk's counters since boot: {"reads" (completed), "read_ms" (time spent reading), "busy_ms" (time with
+    I/O in flight)}, {} when unknown. The whole device's, whichever process read."""
+    if not device:
+        return {}
+    try:
+        with open(path) as handle:
+            for line in handle:
+                fields = line.split()
+                if len(fields) > 12 and fields[2] == device:
+                    return {"reads": int(fields[3]), "read_ms": int(fields[6]), "busy_ms": int(fields[12])}
+    except (OSError, ValueError):
+        pass
+    return {}
+
+
 def server_pid(node=BENCH_NODE):
     return process.read_pid(node.pid_file)
 

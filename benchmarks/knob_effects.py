@@ -189,16 +189,22 @@ def current_value(knob):
 
 # ----------------------------------------------------------------------------------------------- measuring
 class Sampler:
-    """CPU of the node and of the rest of the machine, the node's disk reads and page cache, at one moment."""
+    """CPU of the node and of the rest of the machine, the node's disk reads and page cache, and the counters of
+    the disk its data is on, at one moment."""
 
-    def __init__(self, pid, group=GROUP):
+    def __init__(self, pid, group=GROUP, data_dir=None):
         self.pid = pid
         self.group = cgroups.MemoryGroup(group) if cgroups.version() else None
+        self.device = _shape.block_device(data_dir or _shape.BENCH)
 
     def sample(self):
         counters = _shape.io_counters(self.pid)
         stats = self.group.stats() if self.group else {}
+        disk = _shape.disk_counters(self.device)
         return {
+            "disk_reads": disk.get("reads"),
+            "disk_read_ms": disk.get("read_ms"),
+            "disk_busy_ms": disk.get("busy_ms"),
             "t": time.time(),
             "server_cpu": process.cpu_seconds(self.pid),
             "machine_cpu": loaddriver.machine_busy_seconds(),
@@ -226,6 +232,24 @@ def window_record(label, start, end, status, speeds):
         "client_side_cpu": round(max(0.0, machine - server) / span, 3),
         "read_mb_s": round((end["read_bytes"] - start["read_bytes"]) / span / 1e6, 1) if end["read_bytes"] else None,
         "cache_mb": round(end["cache_mb"]) if end["cache_mb"] is not None else None,
+        **disk_rates(start, end, span),
+    }
+
+
+def disk_rates(start, end, span):
+    """The disk in a window, from its counters: reads completed per second, the mean time a read took (ms; reads
+    queue behind each other, so it grows with the reads in flight), and the share of the window with I/O in
+    flight; None where a counter is missing."""
+    if any(sample.get(key) is None for sample in (start, end) for key in ("disk_reads", "disk_read_ms")):
+        return {"disk_reads_s": None, "disk_read_ms": None, "disk_busy": None}
+    reads = end["disk_reads"] - start["disk_reads"]
+    busy = None
+    if start.get("disk_busy_ms") is not None and end.get("disk_busy_ms") is not None:
+        busy = round((end["disk_busy_ms"] - start["disk_busy_ms"]) / 1000.0 / span, 3)
+    return {
+        "disk_reads_s": round(reads / span, 1),
+        "disk_read_ms": round((end["disk_read_ms"] - start["disk_read_ms"]) / reads, 2) if reads > 0 else None,
+        "disk_busy": busy,
     }
 
 

@@ -453,7 +453,16 @@ def summarize_pairs(windows):
             "means": {
                 arm: {
                     k: mean(k, arm)
-                    for k in ("ops_s", "server_cpu", "client_side_cpu", "read_mb_s", "sstables", "sstables_per_read")
+                    for k in (
+                        "ops_s",
+                        "server_cpu",
+                        "client_side_cpu",
+                        "read_mb_s",
+                        "disk_reads_s",
+                        "disk_read_ms",
+                        "sstables",
+                        "sstables_per_read",
+                    )
                 }
                 for arm in ("A", "B")
             },
@@ -464,8 +473,9 @@ def summarize_pairs(windows):
 def markdown_pairs(results):
     lines = [
         "| workload | phase | A (node) | B (node) | windows | B / A [95 %] | B won | floor (node A/A) | verdict"
-        " | node A/A taken out [95 %] | ops/s A / B | node CPU A / B | client side CPU | disk read MB/s A / B |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " | node A/A taken out [95 %] | ops/s A / B | node CPU A / B | client side CPU | disk read MB/s A / B"
+        " | disk reads/s A / B | ms per disk read A / B |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     notes = []
     for item in results:
@@ -476,7 +486,7 @@ def markdown_pairs(results):
             a_config, b_config = next((a, b) for p, a, b in pair_phases(item["configs"]) if p == phase)
             means = row["means"]
             lines.append(
-                "| %s | %s | %s (%s) | %s (%s) | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                "| %s | %s | %s (%s) | %s (%s) | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
                 % (
                     item["workload"].upper(),
                     phase,
@@ -498,6 +508,10 @@ def markdown_pairs(results):
                     "%s / %s" % (ke._fmt(means["A"]["server_cpu"]), ke._fmt(means["B"]["server_cpu"])),
                     ke._fmt(means["A"]["client_side_cpu"]),
                     "%s / %s" % (ke._fmt(means["A"]["read_mb_s"], "%.0f"), ke._fmt(means["B"]["read_mb_s"], "%.0f")),
+                    "%s / %s"
+                    % (ke._fmt(means["A"]["disk_reads_s"], "%.0f"), ke._fmt(means["B"]["disk_reads_s"], "%.0f")),
+                    "%s / %s"
+                    % (ke._fmt(means["A"]["disk_read_ms"], "%.1f"), ke._fmt(means["B"]["disk_read_ms"], "%.1f")),
                 )
             )
         states = any(row["means"]["A"]["sstables_per_read"] is not None for row in found["phases"].values())

@@ -227,3 +227,19 @@ def test_a_playbook_run_leaves_the_callers_signal_handlers_and_a_bench_run_stops
     finally:
         for number, handler in before.items():
             signal.signal(number, handler)
+
+
+def test_the_disk_of_a_window_is_read_from_its_counters(tmp_path):
+    stats = tmp_path / "diskstats"
+    stats.write_text(
+        " 254       0 vda 60839723 21247 1889147618 61464827 201655 157288 70524984 658902 0 3763636 62165879\n"
+        " 254       1 vda1 100 0 800 50 0 0 0 0 0 40 50\n"
+    )
+    found = bench._shape.disk_counters("vda", str(stats))
+    assert found == {"reads": 60839723, "read_ms": 61464827, "busy_ms": 3763636}
+    assert bench._shape.disk_counters("sdz", str(stats)) == {} and bench._shape.disk_counters(None) == {}
+    start = {"disk_reads": 1000, "disk_read_ms": 5000, "disk_busy_ms": 0}
+    end = {"disk_reads": 3000, "disk_read_ms": 25000, "disk_busy_ms": 1500}
+    # 2,000 reads in 2 s, 10 ms each on average, I/O in flight for 1.5 of the 2 s.
+    assert bench.disk_rates(start, end, 2.0) == {"disk_reads_s": 1000.0, "disk_read_ms": 10.0, "disk_busy": 0.75}
+    assert bench.disk_rates({"disk_reads": None}, end, 2.0)["disk_read_ms"] is None
