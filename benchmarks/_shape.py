@@ -213,12 +213,9 @@ def restart_with(node, settings=None, heap=None, log=print):
     base, base_heap = node_settings(node)
     merged = dict(base, **(settings or {}))
     began = time.monotonic()
-    # The role restarts a running node whose cassandra.yaml changed after it started; a heap size alone does not
-    # change the file, so it is marked changed here (the node keeps its memory group and the page cache in it, as
-    # a real machine's restart keeps the operating system's page cache).
-    config = os.path.join(node.node_dir, "conf", "cassandra.yaml")
-    if os.path.exists(config):
-        os.utime(config)
+    # The role restarts a running node whose cassandra.yaml or start parameters (the heap) changed since it
+    # started; the node keeps its memory group and the page cache in it, as a real machine's restart keeps the
+    # operating system's page cache.
     playbook(
         "lab_up.yml",
         node,
@@ -229,7 +226,8 @@ def restart_with(node, settings=None, heap=None, log=print):
         "  %s restarted with %s, heap %s in %.0f s"
         % (node.name, settings or "its own settings", heap or base_heap, seconds)
     )
-    return {"seconds": seconds, "settings": dict(settings or {}), "heap": heap or base_heap}
+    pid = server_pid(node)
+    return {"seconds": seconds, "settings": dict(settings or {}), "heap": heap or base_heap, "pid": pid}
 
 
 def major_compaction(table, node=BENCH_NODE):

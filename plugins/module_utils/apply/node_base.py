@@ -103,7 +103,7 @@ class BaseNode:
         daemon = self.params.get("daemon") or {}
         if daemon.get("pid_file") and self.config_file:
             files = [self.config_file] + ([daemon["logback_file"]] if daemon.get("logback_file") else [])
-            daemons.record_config_live(daemon["pid_file"], files)
+            daemons.record_config_live(daemon["pid_file"], files, daemon)
 
     # Processes managed by someone else (systemd, a supervisor) ----------------------------------
     def _run(self, argv, what):

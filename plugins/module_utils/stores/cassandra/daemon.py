@@ -152,6 +152,6 @@ def _start_cassandra(params, watch, actions, cpus=None, group=None):
             log_file=os.path.join(params["log_dir"], "system.log"),
             what="CQL on %s:%s" % (params["rpc_address"], params["native_port"]),
         )
-    record_config_live(params["pid_file"], [params["config_file"], params["logback_file"]])
+    record_config_live(params["pid_file"], [params["config_file"], params["logback_file"]], params)
     actions.append("start")
     return pid

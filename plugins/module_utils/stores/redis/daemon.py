@@ -62,6 +62,6 @@ def redis_daemon(params, check_mode=False):
                 )
             finally:
                 conn.close()
-        record_config_live(params["pid_file"], [params["config_file"]])
+        record_config_live(params["pid_file"], [params["config_file"]], params)
         actions.append("start")
     return daemon_result(True, pid, actions, watch)

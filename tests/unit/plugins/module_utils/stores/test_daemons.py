@@ -90,3 +90,24 @@ def test_a_running_node_off_its_cpus_is_moved_live_not_restarted(tmp_path):
         assert cassandra_daemon(params)["changed"] is False
     finally:
         process.terminate(pid, timeout=10)
+
+
+def test_a_new_heap_restarts_a_running_node_as_a_changed_file_does(tmp_path):
+    config = tmp_path / "cassandra.yaml"
+    config.write_text("cluster_name: x\n")
+    pid_file = str(tmp_path / "cassandra.pid")
+    started = {"state": "started", "restart_on_change": True, "pid_file": pid_file, "heap_size": "1G", "java": "java"}
+    daemons.record_config_live(pid_file, [str(config)], started)
+    assert daemons.wanted_state(started, 4242, [str(config)]) == "started"
+    # The same files with another heap, or other JVM options: restarted.
+    assert daemons.wanted_state(dict(started, heap_size="512M"), 4242, [str(config)]) == "restarted"
+    assert daemons.wanted_state(dict(started, jvm_options=["-XX:+AlwaysPreTouch"]), 4242, [str(config)]) == "restarted"
+    # A changed file, whatever the parameters.
+    config.write_text("cluster_name: y\n")
+    assert daemons.wanted_state(started, 4242, [str(config)]) == "restarted"
+    # A digest recorded before start parameters were (files only) compares the files only: no surprise restart.
+    with open(daemons.digest_file(pid_file), "w") as handle:
+        handle.write(daemons._digest([str(config)], None) + "\n")
+    assert daemons.wanted_state(dict(started, heap_size="512M"), 4242, [str(config)]) == "started"
+    # Parameters that are not start parameters (the state, the pid file) do not count.
+    assert daemons.start_signature({"state": "started", "pid_file": pid_file}) == ""

@@ -247,6 +247,4 @@ def test_nodetool_state_of_one_table_asks_for_it_alone(monkeypatch):
         ["compactionstats"],
     ]
     assert one["live_sstables"] <= every["live_sstables"] and one["pending_compactions_estimated"] is not None
-    assert state.nodetool_state("/opt/cassandra", "127.0.0.1", 7499, tables=[("nosuch", "table")])[
-        "live_sstables"
-    ] == 0
+    assert state.nodetool_state("/opt/cassandra", "127.0.0.1", 7499, tables=[("nosuch", "table")])["live_sstables"] == 0
