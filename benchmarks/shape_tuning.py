@@ -326,8 +326,12 @@ def prepare_tuned_node(phase, config, samplers, tuned_state, switches, log):
     wanted = restart_state(config)
     if wanted != (tuned_state.get("settings", {}), tuned_state.get("heap")):
         log("  %s: restarting %s with %s, heap %s" % (phase, node.name, wanted[0] or "its own settings", wanted[1]))
+        before = ke._shape.server_pid(node)
         price = ke._shape.restart_with(node, wanted[0], wanted[1], log=log)
         tuned_state.update(settings=wanted[0], heap=wanted[1])
+        if price.get("pid") == before:
+            # The phase would measure the node as it was: stop rather than mislabel it.
+            raise SystemExit("%s: %s was not restarted (PID %s still runs)" % (phase, node.name, before))
         samplers[node.name] = ke.Sampler(ke._shape.server_pid(node), node.group)
         switches.append(dict(price, kind="restart", phase=phase, node=node.name, table=table))
     if config.get(COMPACT):

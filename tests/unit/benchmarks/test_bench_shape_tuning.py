@@ -341,7 +341,7 @@ def test_node_phases_restart_the_tuned_node_only_when_its_settings_change_and_co
 
     def restart_with(node, settings=None, heap=None, log=print):
         restarts.append((node.name, dict(settings or {}), heap, len(runs)))
-        return {"seconds": 45.0, "settings": dict(settings or {}), "heap": heap or "1G"}
+        return {"seconds": 45.0, "settings": dict(settings or {}), "heap": heap or "1G", "pid": 5000 + len(restarts)}
 
     def major_compaction(table, node=None):
         compactions.append((node.name, table, len(runs)))
@@ -421,3 +421,18 @@ def test_what_a_run_changes_on_the_tuned_node_is_put_back_even_when_it_fails(mon
     with bench.tuned_node_restored(print, stopping=[bench.ke._shape.TUNED_NODE]) as changes:
         changes["restart"].update(settings={"disk_access_mode": "mmap"}, heap=None)
     assert restarts == ["bench-tuned1"] and len(statements) == 1
+
+
+def test_a_node_phase_stops_when_the_node_was_not_restarted(monkeypatch):
+    _record_runs(monkeypatch)
+    monkeypatch.setattr(bench.ke._shape, "server_pid", lambda node=None: 4242)
+    monkeypatch.setattr(
+        bench.ke._shape,
+        "restart_with",
+        lambda node, settings=None, heap=None, log=print: {"seconds": 30.0, "settings": {}, "heap": heap, "pid": 4242},
+    )
+    args = bench.parse_args(["--design", "pairs", "--rounds", "2", "--no-tuned", "--node-phase", "heap=512M"])
+    configs = bench.arm_configs(args, {"concurrent_reads": 32}, {})
+    samplers = {node.name: _Sampler() for node in (bench.ke._shape.BENCH_NODE, bench.ke._shape.TUNED_NODE)}
+    with pytest.raises(SystemExit, match="was not restarted"):
+        bench.measure_pairs("b", configs, args, samplers, None, print, [], {})
