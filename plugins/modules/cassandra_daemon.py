@@ -129,7 +129,8 @@ options:
   restart_on_change:
     description:
       - With O(state=started), restart a running server whose cassandra.yaml or logback.xml was modified
-        after it started.
+        after it started, or whose O(heap_size), O(jvm_options), O(java) or O(fast_start) differ from those it was
+        started with.
     type: bool
     default: false
 attributes:
