@@ -122,10 +122,10 @@ def parse_node_phase(spec):
     the configuration keys of its phase; ValueError names the part and what is allowed."""
     out, settings = {}, {}
     for part in (p.strip() for p in spec.split("+")):
-        name, _, value = part.partition("=")
+        name, equals, value = part.partition("=")
         name, value = name.strip(), value.strip()
         if name == "compact":
-            if value or "=" in part:
+            if value or equals:
                 raise ValueError("%r: compact takes no value" % part)
             out[COMPACT] = True
         elif name == "heap":

@@ -77,8 +77,8 @@ def config_changed_since_start(pid_file, files, params=None):
             recorded = handle.read().strip()
     except OSError:
         return config_newer_than_process(pid_file, files)
-    recorded_files, _, recorded_start = recorded.partition("+")
-    now_files, _, now_start = _digest(files, params).partition("+")
+    recorded_files, _sep, recorded_start = recorded.partition("+")
+    now_files, _sep, now_start = _digest(files, params).partition("+")
     return recorded_files != now_files or bool(recorded_start and recorded_start != now_start)
 
 
