@@ -410,6 +410,31 @@ def client_window(spec, table, args, seconds, settle, sampler, probe, label, nod
     return window_record(label, start, end, status, probe.samples())
 
 
+def client_windows_together(runs, args, seconds, settle, probe):
+    """Client runs of settle + seconds on several nodes at the same time, one client each, measured after their
+    first settle seconds: runs are (spec, table, sampler, label, node); returns their window records in that
+    order. Every node sees the same disk and the same CPU share at the same moment."""
+    clients = [
+        Client(client_params(spec, table, settle + seconds, args.threads, args.records, node))
+        for spec, table, _sampler, _label, node in runs
+    ]
+    for client in clients:
+        client.start()
+    time.sleep(settle)
+    starts = [sampler.sample() for _spec, _table, sampler, _label, _node in runs]
+    for client in clients:
+        client.join()
+    ends = [sampler.sample() for _spec, _table, sampler, _label, _node in runs]
+    records = []
+    for (spec, _table, _sampler, label, _node), client, start, end in zip(runs, clients, starts, ends, strict=True):
+        if client.error:
+            raise SystemExit("%s: the client failed: %s" % (spec, client.error))
+        status = client.status()
+        end = dict(end, t=min(end["t"], status[-1][0])) if status else end
+        records.append(window_record(label, start, end, status, probe.samples()))
+    return records
+
+
 def chunk_design(spec, args, sampler, probe, log):
     """The same rows in two tables of different compression chunk length; windows alternate tables, one client
     run per window (its first settle_s seconds left out)."""

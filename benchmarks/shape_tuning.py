@@ -65,7 +65,10 @@ LATEST = "cassandra_latest"
 ARMS_LATEST = ("defaults", "tuned", LATEST, "defaults again")
 # With --tuned-node: the tuned configuration on a node of its own (its table's page cache its own).
 TUNED = "tuned"
-DESIGNS = ("rounds", "pairs")
+DESIGNS = ("rounds", "pairs", "concurrent")
+# --design concurrent: the pairs' phases, but each pair's two windows at the same time, one client per node.
+CONCURRENT = "concurrent"
+PAIRED = ("pairs", CONCURRENT)
 # --design pairs: the phase in which both nodes run the defaults.
 NODE_AA = "node A/A"
 # A per-table knob that leaves state behind: a pairs phase with it switches the tuned node's table to the unified
@@ -380,38 +383,65 @@ def measure_pairs(spec, configs, args, samplers, probe, log, switches=None, tune
                 )
             )
             switches.append(dict(price, kind="compaction strategy", phase=phase, node=node.name, table=table))
-        if args.warmup_s:
+        together = args.design == CONCURRENT
+        if args.warmup_s and together:
+            warm_together(spec, a_config, b_config, phase, args, samplers, probe, log)
+        elif args.warmup_s:
             warm_up(spec, ({"A": a_config} if number == 0 else {}) | {phase: b_config}, args, samplers, probe, log)
         labels = designs.window_order(args.rounds, "abba")
-        for index, label in enumerate(labels):
-            config = a_config if label == "A" else b_config
-            chunk = config[st.CHUNK]
-            node = node_of(config)
-            if node is not ke._shape.LATEST_NODE:
-                st.apply_config(live_part(config), node)
+        step = 2 if together else 1
+        for index in range(0, len(labels), step):
+            runs = []
+            for label in labels[index : index + step]:
+                config = a_config if label == "A" else b_config
+                node = node_of(config)
+                if node is not ke._shape.LATEST_NODE:
+                    st.apply_config(live_part(config), node)
+                runs.append((label, config[st.CHUNK], node))
             began = time.time()
-            record = ke.client_window(
-                spec, node.tables[chunk], args, args.window_s, args.settle_s, samplers[node.name], probe, label, node
-            )
-            state = ke._shape.table_state(node.tables[chunk], node) if args.table_state else {}
-            windows.append(dict(record, phase=phase, index=index, node=node.name, state=state))
-            log(
-                "  %s window %d/%d %s (%s, %s KiB) %s ops/s (%.0f s)%s"
-                % (
-                    phase,
-                    index + 1,
-                    len(labels),
-                    label,
-                    node.name,
-                    chunk,
-                    ke._fmt(record["ops_s"], "%.0f"),
-                    time.time() - began,
-                    "; SSTables %s, per read %s (max %s)"
-                    % (state.get("sstables"), state.get("sstables_per_read"), state.get("sstables_per_read_max"))
-                    if state
-                    else "",
+            if together:
+                records = ke.client_windows_together(
+                    [(spec, node.tables[chunk], samplers[node.name], label, node) for label, chunk, node in runs],
+                    args,
+                    args.window_s,
+                    args.settle_s,
+                    probe,
                 )
-            )
+            else:
+                label, chunk, node = runs[0]
+                records = [
+                    ke.client_window(
+                        spec,
+                        node.tables[chunk],
+                        args,
+                        args.window_s,
+                        args.settle_s,
+                        samplers[node.name],
+                        probe,
+                        label,
+                        node,
+                    )
+                ]
+            for offset, ((label, chunk, node), record) in enumerate(zip(runs, records, strict=True)):
+                state = ke._shape.table_state(node.tables[chunk], node) if args.table_state else {}
+                windows.append(dict(record, phase=phase, index=index + offset, node=node.name, state=state))
+                log(
+                    "  %s window %d/%d %s (%s, %s KiB) %s ops/s (%.0f s)%s"
+                    % (
+                        phase,
+                        index + offset + 1,
+                        len(labels),
+                        label,
+                        node.name,
+                        chunk,
+                        ke._fmt(record["ops_s"], "%.0f"),
+                        time.time() - began,
+                        "; SSTables %s, per read %s (max %s)"
+                        % (state.get("sstables"), state.get("sstables_per_read"), state.get("sstables_per_read_max"))
+                        if state
+                        else "",
+                    )
+                )
     st.apply_config(live_part(configs["defaults"]), ke._shape.BENCH_NODE)
     return windows
 
@@ -568,8 +598,8 @@ def switch_note(switch):
 
 def render(results):
     """The Markdown tables of a run's results, each in its design's table."""
-    pairs = [item for item in results if item.get("design") == "pairs"]
-    rounds = [item for item in results if item.get("design") != "pairs"]
+    pairs = [item for item in results if item.get("design") in PAIRED]
+    rounds = [item for item in results if item.get("design") not in PAIRED]
     return "\n".join(([markdown(rounds)] if rounds else []) + ([markdown_pairs(pairs)] if pairs else []))
 
 
@@ -607,6 +637,29 @@ def measure(spec, configs, args, samplers, probe, log):
             )
     st.apply_config({k: v for k, v in configs["defaults"].items() if k != st.CHUNK}, ke._shape.BENCH_NODE)
     return windows
+
+
+def warm_together(spec, a_config, b_config, phase, args, samplers, probe, log):
+    """--design concurrent: one client run of --warmup-s on A's and B's tables at the same time, with their live
+    knobs, before every phase."""
+    runs = []
+    for config in (a_config, b_config):
+        node = node_of(config)
+        if node is not ke._shape.LATEST_NODE:
+            st.apply_config(live_part(config), node)
+        runs.append((spec, node.tables[config[st.CHUNK]], samplers[node.name], "warm-up", node))
+    settle = min(30.0, args.warmup_s / 2.0)
+    records = ke.client_windows_together(runs, args, args.warmup_s - settle, settle, probe)
+    log(
+        "  %s: warm-up together, %s"
+        % (
+            phase,
+            ", ".join(
+                "%s on %s: %s ops/s" % (run[1], run[4].name, ke._fmt(record["ops_s"], "%.0f"))
+                for run, record in zip(runs, records, strict=True)
+            ),
+        )
+    )
 
 
 def warm_up(spec, configs, args, samplers, probe, log):
@@ -652,8 +705,9 @@ def parse_args(argv):
     parser.add_argument(
         "--design",
         default="rounds",
-        help="rounds (every arm once per round, in a Latin or Williams square) or pairs (two nodes side by side in "
-        "adjacent ABBA windows, a node A/A first; implies --tuned-node)",
+        help="rounds (every arm once per round, in a Latin or Williams square), pairs (two nodes side by side in "
+        "adjacent ABBA windows, a node A/A first; implies --tuned-node) or concurrent (the pairs' phases, each "
+        "pair's two windows at the same time, one client per node: both nodes see the same disk and CPU share)",
     )
     parser.add_argument(
         "--warmup-s", type=float, default=0.0, help="a client run on every table an arm reads before the rounds"
@@ -706,14 +760,17 @@ def parse_args(argv):
         parser.error("--design: %r is not allowed; choose one of %s" % (args.design, ", ".join(DESIGNS)))
     if args.rounds < 2:
         parser.error("--rounds: %r is too few for an interval; choose 2 or more" % args.rounds)
-    if args.design == "pairs":
+    if args.design in PAIRED:
         # The node A/A runs the defaults on the tuned node.
         args.tuned_node = True
         if args.rounds % 2:
-            parser.error("--rounds: %r with --design pairs; choose an even number (whole ABBA blocks)" % args.rounds)
+            parser.error(
+                "--rounds: %r with --design %s; choose an even number (whole ABBA blocks)" % (args.rounds, args.design)
+            )
     elif args.ucs or args.no_tuned or args.node_phase:
         parser.error(
-            "--ucs, --node-phase and --no-tuned: only with --design pairs (the rounds compare every arm on one node)"
+            "--ucs, --node-phase and --no-tuned: only with --design pairs or concurrent (the rounds compare every "
+            "arm on one node)"
         )
     elif args.latest and args.rounds % 4:
         parser.error(
@@ -792,7 +849,7 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
             work.pop("name")
             base_predicted = float(tuner.Throughput(model, hardware=hardware).node_matrix([work], [base])[0][0])
             log("%s: tuned %s (predicted %.0f ops/s; per chunk %s)" % (spec, config, predicted, per_chunk))
-            pairs = args.design == "pairs"
+            pairs = args.design in PAIRED
             if args.warmup_s and not pairs:  # pairs warm each phase's tables before it
                 warm_up(spec, configs, args, samplers, probe, log)
             switches = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 
 import pytest
 from testlib import ROOT
@@ -237,3 +238,55 @@ def test_the_disk_of_a_window_is_read_from_its_counters(tmp_path):
     # 2,000 reads in 2 s, 10 ms each on average, I/O in flight for 1.5 of the 2 s.
     assert bench.disk_rates(start, end, 2.0) == {"disk_reads_s": 1000.0, "disk_read_ms": 10.0, "disk_busy": 0.75}
     assert bench.disk_rates({"disk_reads": None}, end, 2.0)["disk_read_ms"] is None
+
+
+def test_clients_together_start_before_either_window_opens_and_keep_their_own_counts(monkeypatch):
+    events = []
+
+    class FakeClient:
+        def __init__(self, params):
+            self.table, self.error = params["properties"]["table"], None
+
+        def start(self):
+            events.append(("start", self.table))
+
+        def join(self):
+            events.append(("join", self.table))
+
+        def status(self):
+            rate = 4000.0 if self.table == "usertable" else 6000.0
+            return [(t, rate * t) for t in (0.0, 1e12)]
+
+    class FakeSampler:
+        def __init__(self, name):
+            self.name = name
+
+        def sample(self):
+            events.append(("sample", self.name))
+            return {
+                "t": 100.0 if len([e for e in events if e[0] == "sample"]) <= 2 else 160.0,
+                "server_cpu": 0.0,
+                "machine_cpu": 0.0,
+                "read_bytes": 0,
+                "write_bytes": 0,
+                "cache_mb": None,
+            }
+
+    class FakeProbe:
+        def samples(self):
+            return []
+
+    monkeypatch.setattr(bench, "Client", FakeClient)
+    monkeypatch.setattr(bench, "password", lambda: "x")
+    monkeypatch.setattr(bench.time, "sleep", lambda s: events.append(("sleep", s)))
+    args = types.SimpleNamespace(threads=64, records=1000)
+    runs = [
+        ("b", "usertable", FakeSampler("A"), "A", bench._shape.BENCH_NODE),
+        ("b", "usertable_c4", FakeSampler("B"), "B", bench._shape.TUNED_NODE),
+    ]
+    records = bench.client_windows_together(runs, args, 60.0, 20.0, FakeProbe())
+    # Both clients start, then the settle, then both windows open; both join before either closes.
+    assert [e[0] for e in events[:5]] == ["start", "start", "sleep", "sample", "sample"]
+    assert [e[0] for e in events[5:]] == ["join", "join", "sample", "sample"]
+    assert [r["arm"] for r in records] == ["A", "B"]
+    assert [round(r["ops_s"]) for r in records] == [4000, 6000]

@@ -436,3 +436,32 @@ def test_a_node_phase_stops_when_the_node_was_not_restarted(monkeypatch):
     samplers = {node.name: _Sampler() for node in (bench.ke._shape.BENCH_NODE, bench.ke._shape.TUNED_NODE)}
     with pytest.raises(SystemExit, match="was not restarted"):
         bench.measure_pairs("b", configs, args, samplers, None, print, [], {})
+
+
+def test_concurrent_runs_each_pairs_two_windows_at_the_same_time_and_warms_both_nodes_per_phase(monkeypatch):
+    applied, _runs = _record_runs(monkeypatch)
+    together = []
+
+    def client_windows_together(runs, args, seconds, settle, probe):
+        together.append([(label, node.name, table) for _spec, table, _sampler, label, node in runs])
+        return [
+            {"arm": label, "ops_s": 4000.0 * (1.1 if label == "B" else 1.0), "server_cpu": 0.5}
+            for _spec, _table, _sampler, label, _node in runs
+        ]
+
+    monkeypatch.setattr(bench.ke, "client_windows_together", client_windows_together)
+    args = bench.parse_args(["--design", "concurrent", "--rounds", "4", "--warmup-s", "60"])
+    assert args.tuned_node
+    samplers = {node.name: _Sampler() for node in (bench.ke._shape.BENCH_NODE, bench.ke._shape.TUNED_NODE)}
+    windows = bench.measure_pairs("b", _pair_configs(), args, samplers, None, print)
+    # Per phase: a warm-up of both tables together, then 4 runs of two windows each, in the ABBA order's pairs.
+    assert [call[0][0] for call in together] == ["warm-up", "A", "B", "A", "B"] * 2
+    assert all({label for label, _n, _t in call} <= {"A", "B", "warm-up"} and len(call) == 2 for call in together)
+    assert [w["arm"] for w in windows[:8]] == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    assert [w["index"] for w in windows[:8]] == list(range(8))
+    assert {(w["arm"], w["node"]) for w in windows} == {("A", "bench-cassandra1"), ("B", "bench-tuned1")}
+    found = bench.summarize_pairs(windows)
+    assert found["phases"]["tuned"]["summary"]["ratio"] == pytest.approx(1.1)
+    text = bench.render([{"workload": "b", "design": "concurrent", "configs": _pair_configs(), "windows": windows}])
+    assert "| B | node A/A |" in text and "| B | tuned |" in text
+    assert ("bench-tuned1", {"concurrent_reads": 124}) in applied
