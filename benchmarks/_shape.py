@@ -167,36 +167,45 @@ def cql_map(options):
     return "{%s}" % ", ".join("'%s': '%s'" % (k, str(v).replace("'", "''")) for k, v in sorted(options.items()))
 
 
-def switch_compaction(table, options, node=BENCH_NODE, timeout_s=1800.0, poll_s=10.0, log=print):
-    """ALTER TABLE ... WITH compaction = options on the node, then wait until the compactions it starts have run
-    (no pending task in two polls in a row, or timeout_s). Returns the switch's price: {"seconds", "node_cpu_s",
-    "write_mb" (bytes the node wrote meanwhile), "finished" (False on timeout), "before", "after" (table_state)}."""
+def priced(table, node, action):
+    """Run action() on the node and price it: {"seconds", "node_cpu_s", "write_mb" (bytes the node wrote
+    meanwhile), "before", "after" (table_state)} plus what action returns (a dict)."""
     pid = server_pid(node)
     before = table_state(table, node)
     cpu0, written0, began = process.cpu_seconds(pid), io_counters(pid).get("write_bytes"), time.monotonic()
-    cql_execute("ALTER TABLE %s.%s WITH compaction = %s" % (KEYSPACE, table, options), node=node)
-    quiet = 0
-    finished = False
-    while time.monotonic() - began < timeout_s:
-        time.sleep(poll_s)
-        pending = cstate.parse_compactionstats(nodetool("compactionstats", node=node))
-        quiet = quiet + 1 if pending == 0 else 0
-        if quiet >= 2:
-            finished = True
-            break
-        log(
-            "  %s.%s on %s: %s compactions pending (%.0f s)"
-            % (KEYSPACE, table, node.name, pending, time.monotonic() - began)
-        )
-    return {
-        "options": options,
-        "seconds": round(time.monotonic() - began, 1),
-        "node_cpu_s": round(process.cpu_seconds(pid) - cpu0, 1),
-        "write_mb": round((io_counters(pid)["write_bytes"] - written0) / 1e6, 1) if written0 is not None else None,
-        "finished": finished,
-        "before": before,
-        "after": table_state(table, node),
-    }
+    outcome = action()
+    return dict(
+        outcome,
+        seconds=round(time.monotonic() - began, 1),
+        node_cpu_s=round(process.cpu_seconds(pid) - cpu0, 1),
+        write_mb=round((io_counters(pid)["write_bytes"] - written0) / 1e6, 1) if written0 is not None else None,
+        before=before,
+        after=table_state(table, node),
+    )
+
+
+def switch_compaction(table, options, node=BENCH_NODE, timeout_s=1800.0, poll_s=10.0, log=print):
+    """ALTER TABLE ... WITH compaction = options on the node, then wait until the compactions it starts have run
+    (no pending task in two polls in a row, or timeout_s). Returns the switch's price (priced), with "options" and
+    "finished" (False on timeout)."""
+
+    def switch():
+        began = time.monotonic()
+        cql_execute("ALTER TABLE %s.%s WITH compaction = %s" % (KEYSPACE, table, options), node=node)
+        quiet = 0
+        while time.monotonic() - began < timeout_s:
+            time.sleep(poll_s)
+            pending = cstate.parse_compactionstats(nodetool("compactionstats", node=node))
+            quiet = quiet + 1 if pending == 0 else 0
+            if quiet >= 2:
+                return {"options": options, "finished": True}
+            log(
+                "  %s.%s on %s: %s compactions pending (%.0f s)"
+                % (KEYSPACE, table, node.name, pending, time.monotonic() - began)
+            )
+        return {"options": options, "finished": False}
+
+    return priced(table, node, switch)
 
 
 def node_settings(node=BENCH_NODE):
@@ -209,7 +218,8 @@ def node_settings(node=BENCH_NODE):
 def restart_with(node, settings=None, heap=None, log=print):
     """Restart the node with these cassandra.yaml keys on top of its inventory's and this heap size (both None: as
     its inventory says), through the lab role (lab_up.yml with the variables as extra vars; the role rewrites the
-    file and restarts the node when it changed). Returns the price: {"seconds", "settings", "heap"}."""
+    file and restarts the node when it changed). Returns the price: {"seconds", "settings", "heap", "pid" (the
+    node's, after)}."""
     base, base_heap = node_settings(node)
     merged = dict(base, **(settings or {}))
     began = time.monotonic()
@@ -232,19 +242,12 @@ def restart_with(node, settings=None, heap=None, log=print):
 
 def major_compaction(table, node=BENCH_NODE):
     """nodetool compact of one of the node's tables (all its SSTables into one), priced as switch_compaction."""
-    pid = server_pid(node)
-    before = table_state(table, node)
-    cpu0, written0, began = process.cpu_seconds(pid), io_counters(pid).get("write_bytes"), time.monotonic()
-    nodetool("compact", KEYSPACE, table, node=node)
-    return {
-        "options": "nodetool compact",
-        "seconds": round(time.monotonic() - began, 1),
-        "node_cpu_s": round(process.cpu_seconds(pid) - cpu0, 1),
-        "write_mb": round((io_counters(pid)["write_bytes"] - written0) / 1e6, 1) if written0 is not None else None,
-        "finished": True,
-        "before": before,
-        "after": table_state(table, node),
-    }
+
+    def compact():
+        nodetool("compact", KEYSPACE, table, node=node)
+        return {"options": "nodetool compact", "finished": True}
+
+    return priced(table, node, compact)
 
 
 def io_counters(pid):

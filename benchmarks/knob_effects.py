@@ -396,18 +396,7 @@ def measure_workload(spec, knobs, args, probe, log):
 def client_window(spec, table, args, seconds, settle, sampler, probe, label, node=_shape.BENCH_NODE):
     """One client run of settle + seconds on the node's table, measured after its first settle seconds: its window
     record (the sampler samples that node)."""
-    client = Client(client_params(spec, table, settle + seconds, args.threads, args.records, node))
-    client.start()
-    time.sleep(settle)
-    start = sampler.sample()
-    client.join()
-    end = sampler.sample()
-    if client.error:
-        raise SystemExit("%s: the client failed: %s" % (spec, client.error))
-    # The client's own clock: its status lines end when it stops.
-    status = client.status()
-    end = dict(end, t=min(end["t"], status[-1][0])) if status else end
-    return window_record(label, start, end, status, probe.samples())
+    return client_windows_together([(spec, table, sampler, label, node)], args, seconds, settle, probe)[0]
 
 
 def client_windows_together(runs, args, seconds, settle, probe):

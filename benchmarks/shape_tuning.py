@@ -335,23 +335,14 @@ def prepare_tuned_node(phase, config, samplers, tuned_state, switches, log):
         if price.get("pid") == before:
             # The phase would measure the node as it was: stop rather than mislabel it.
             raise SystemExit("%s: %s was not restarted (PID %s still runs)" % (phase, node.name, before))
-        samplers[node.name] = ke.Sampler(ke._shape.server_pid(node), node.group)
+        samplers[node.name] = ke.Sampler(price["pid"], node.group)
         switches.append(dict(price, kind="restart", phase=phase, node=node.name, table=table))
     if config.get(COMPACT):
         log("  %s: a major compaction of %s on %s" % (phase, table, node.name))
-        price = ke._shape.major_compaction(table, node)
-        log(
-            "  %s: the compaction took %.0f s, %.0f s of node CPU, %s MB written; SSTables %s -> %s"
-            % (
-                phase,
-                price["seconds"],
-                price["node_cpu_s"],
-                price["write_mb"],
-                price["before"]["sstables"],
-                price["after"]["sstables"],
-            )
+        switches.append(
+            dict(ke._shape.major_compaction(table, node), kind="compaction", phase=phase, node=node.name, table=table)
         )
-        switches.append(dict(price, kind="compaction", phase=phase, node=node.name, table=table))
+        log("  " + switch_note(switches[-1])[2:])
 
 
 def measure_pairs(spec, configs, args, samplers, probe, log, switches=None, tuned_state=None):
@@ -371,18 +362,8 @@ def measure_pairs(spec, configs, args, samplers, probe, log, switches=None, tune
             table = node.tables[b_config[st.CHUNK]]
             log("  %s: switching %s on %s to %s" % (phase, table, node.name, ucs_options(b_config[UCS])))
             price = ke._shape.switch_compaction(table, ucs_options(b_config[UCS]), node=node, log=log)
-            log(
-                "  %s: the switch took %.0f s, %.0f s of node CPU, %s MB written; SSTables %s -> %s"
-                % (
-                    phase,
-                    price["seconds"],
-                    price["node_cpu_s"],
-                    price["write_mb"],
-                    price["before"]["sstables"],
-                    price["after"]["sstables"],
-                )
-            )
             switches.append(dict(price, kind="compaction strategy", phase=phase, node=node.name, table=table))
+            log("  " + switch_note(switches[-1])[2:])
         together = args.design == CONCURRENT
         if args.warmup_s and together:
             warm_together(spec, a_config, b_config, phase, args, samplers, probe, log)

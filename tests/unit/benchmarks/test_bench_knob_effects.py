@@ -290,3 +290,17 @@ def test_clients_together_start_before_either_window_opens_and_keep_their_own_co
     assert [e[0] for e in events[5:]] == ["join", "join", "sample", "sample"]
     assert [r["arm"] for r in records] == ["A", "B"]
     assert [round(r["ops_s"]) for r in records] == [4000, 6000]
+
+
+def test_a_step_on_the_node_is_priced_in_time_cpu_writes_and_table_state(monkeypatch):
+    cpu, written, calls = iter([10.0, 46.0]), iter([1_000_000, 4_389_000_000]), []
+    monkeypatch.setattr(bench._shape, "server_pid", lambda node=None: 4242)
+    monkeypatch.setattr(bench._shape.process, "cpu_seconds", lambda pid: next(cpu))
+    monkeypatch.setattr(bench._shape, "io_counters", lambda pid: {"write_bytes": next(written)})
+    states = iter([{"sstables": 3}, {"sstables": 1}])
+    monkeypatch.setattr(bench._shape, "table_state", lambda table, node=None: next(states))
+    monkeypatch.setattr(bench._shape, "nodetool", lambda *args, node=None: calls.append(args) or "")
+    price = bench._shape.major_compaction("usertable_c4", bench._shape.TUNED_NODE)
+    assert calls == [("compact", "tactician", "usertable_c4")]
+    assert price["node_cpu_s"] == 36.0 and price["write_mb"] == 4388.0 and price["finished"]
+    assert price["before"] == {"sstables": 3} and price["after"] == {"sstables": 1} and price["seconds"] >= 0

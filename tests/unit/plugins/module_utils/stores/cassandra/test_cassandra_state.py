@@ -202,7 +202,8 @@ def test_bad_tablestats_name_the_command(text, message):
     assert issubclass(state.CassandraStateError, StoreError)
 
 
-def test_nodetool_state_runs_three_calls_with_the_keyspaces(monkeypatch):
+def _recorded_nodetool(monkeypatch):
+    """nodetool answering from the recorded outputs; returns the calls, as (home, host, port, args, jmx_password)."""
     calls = []
     outputs = {
         "tablestats": recorded("nodetool_tablestats_json.txt"),
@@ -211,10 +212,15 @@ def test_nodetool_state_runs_three_calls_with_the_keyspaces(monkeypatch):
     }
 
     def fake_nodetool(home, host, port, args, **options):
-        calls.append((home, host, port, list(args), options["jmx_password"]))
+        calls.append((home, host, port, list(args), options.get("jmx_password")))
         return outputs[args[0]]
 
     monkeypatch.setattr(state, "run_nodetool", fake_nodetool)
+    return calls
+
+
+def test_nodetool_state_runs_three_calls_with_the_keyspaces(monkeypatch):
+    calls = _recorded_nodetool(monkeypatch)
     result = state.nodetool_state("/opt/cassandra", "127.0.0.1", 7499, ["ycsb_it"], jmx_password="s3")
     assert [call[3] for call in calls] == [
         ["tablestats", "-F", "json", "ycsb_it"],
@@ -226,22 +232,11 @@ def test_nodetool_state_runs_three_calls_with_the_keyspaces(monkeypatch):
 
 
 def test_nodetool_state_of_one_table_asks_for_it_alone(monkeypatch):
-    calls = []
-    outputs = {
-        "tablestats": recorded("nodetool_tablestats_json.txt"),
-        "tablehistograms": recorded("nodetool_tablehistograms.txt"),
-        "compactionstats": recorded("nodetool_compactionstats.txt"),
-    }
-
-    def fake_nodetool(home, host, port, args, **options):
-        calls.append(list(args))
-        return outputs[args[0]]
-
-    monkeypatch.setattr(state, "run_nodetool", fake_nodetool)
+    calls = _recorded_nodetool(monkeypatch)
     every = state.nodetool_state("/opt/cassandra", "127.0.0.1", 7499, ["ycsb_it"])
     calls.clear()
     one = state.nodetool_state("/opt/cassandra", "127.0.0.1", 7499, tables=[("ycsb_it", "usertable")])
-    assert calls == [
+    assert [call[3] for call in calls] == [
         ["tablestats", "-F", "json", "ycsb_it.usertable"],
         ["tablehistograms", "ycsb_it", "usertable"],
         ["compactionstats"],
