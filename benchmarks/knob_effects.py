@@ -407,12 +407,17 @@ def client_windows_together(runs, args, seconds, settle, probe):
         Client(client_params(spec, table, settle + seconds, args.threads, args.records, node))
         for spec, table, _sampler, _label, node in runs
     ]
-    for client in clients:
-        client.start()
-    time.sleep(settle)
-    starts = [sampler.sample() for _spec, _table, sampler, _label, _node in runs]
-    for client in clients:
-        client.join()
+    try:
+        for client in clients:
+            client.start()
+        time.sleep(settle)
+        starts = [sampler.sample() for _spec, _table, sampler, _label, _node in runs]
+        for client in clients:
+            client.join()
+    except BaseException:
+        # Interrupted (Ctrl-C, kill -TERM): the clients run in threads that outlive this one; end their processes.
+        loaddriver.stop_clients()
+        raise
     ends = [sampler.sample() for _spec, _table, sampler, _label, _node in runs]
     records = []
     for (spec, _table, _sampler, label, _node), client, start, end in zip(runs, clients, starts, ends, strict=True):

@@ -16,6 +16,7 @@ import re
 import resource
 import subprocess
 import tempfile
+import threading
 import time
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import WorkloadError
@@ -295,6 +296,35 @@ def machine_busy_seconds(path="/proc/stat"):
     return busy / float(os.sysconf("SC_CLK_TCK"))
 
 
+# The client processes of the runs in progress, so that a caller that interrupts a run waiting in another thread
+# can end them (stop_clients) rather than leave them running after it exits.
+_RUNNING = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def stop_clients():
+    """Kill the client processes of every run in progress; returns how many were still running. Each such run then
+    fails with a LoadDriverError (its client exited without a summary)."""
+    with _RUNNING_LOCK:
+        procs = list(_RUNNING)
+    killed = 0
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            killed += 1
+    return killed
+
+
+def _end(procs):
+    """Kill and reap the clients of a run that did not run to its end, and forget them."""
+    for proc, _out in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with _RUNNING_LOCK:
+        _RUNNING.difference_update(proc for proc, _out in procs)
+
+
 def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600, workdir=None, server_pids=()):
     """Run one phase with `processes` client JVMs; returns the merged result plus the driver's CPU seconds and,
     for the server processes given by PID, theirs (the CPU split between driver and server)."""
@@ -312,6 +342,8 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
             out = open(os.path.join(tmp, "client-%d.out" % index), "w+")
             argv = client_argv(java, home, store, phase, path, heap)
             procs.append((subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, text=True), out))
+            with _RUNNING_LOCK:
+                _RUNNING.add(procs[-1][0])
         results = []
         deadline = started + timeout
         for proc, out in procs:
@@ -335,6 +367,8 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
                 if line.startswith("[tactician] ")
             ]
     finally:
+        # An error or an interrupt (KeyboardInterrupt, SIGTERM) leaves no client behind.
+        _end(procs)
         for _proc, out in procs:
             out.close()
         for name in os.listdir(tmp):

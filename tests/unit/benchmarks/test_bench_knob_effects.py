@@ -292,6 +292,35 @@ def test_clients_together_start_before_either_window_opens_and_keep_their_own_co
     assert [round(r["ops_s"]) for r in records] == [4000, 6000]
 
 
+def test_clients_together_interrupted_end_their_client_processes(monkeypatch):
+    # kill -TERM raises KeyboardInterrupt in the waiting thread; the clients' threads would outlive it.
+    stopped = []
+
+    class WaitingClient:
+        def __init__(self, params):
+            self.error = None
+
+        def start(self):
+            pass
+
+        def join(self):
+            raise KeyboardInterrupt("signal 15")
+
+    class FakeSampler:
+        def sample(self):
+            return {"t": 0.0}
+
+    monkeypatch.setattr(bench, "Client", WaitingClient)
+    monkeypatch.setattr(bench, "password", lambda: "x")
+    monkeypatch.setattr(bench.time, "sleep", lambda s: None)
+    monkeypatch.setattr(bench.loaddriver, "stop_clients", lambda: stopped.append(True) or 2)
+    runs = [("b", "usertable", FakeSampler(), "A", bench._shape.BENCH_NODE)]
+    args = types.SimpleNamespace(threads=64, records=1000)
+    with pytest.raises(KeyboardInterrupt):
+        bench.client_windows_together(runs, args, 60.0, 20.0, None)
+    assert stopped == [True]
+
+
 def test_a_step_on_the_node_is_priced_in_time_cpu_writes_and_table_state(monkeypatch):
     cpu, written, calls = iter([10.0, 46.0]), iter([1_000_000, 4_389_000_000]), []
     monkeypatch.setattr(bench._shape, "server_pid", lambda node=None: 4242)

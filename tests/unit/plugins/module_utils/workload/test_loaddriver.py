@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
+import time
 
 import pytest
 
@@ -224,3 +226,32 @@ def test_loadrun_defaults_are_completed_by_what_is_given():
         params["server_pid_files"] == []
         and loadrun.with_defaults()["server_pid_files"] is not params["server_pid_files"]
     )
+
+
+def test_stop_clients_ends_a_run_waiting_in_another_thread(monkeypatch, tmp_path):
+    # A client that would run for a minute: a caller interrupted meanwhile ends it rather than leave it behind.
+    monkeypatch.setattr(loaddriver, "client_argv", lambda *args: ["sleep", "60"])
+    outcome = {}
+
+    def client():
+        try:
+            loaddriver.run("java", str(tmp_path), "cassandra", "run", {"operationcount": "1"}, workdir=str(tmp_path))
+        except loaddriver.LoadDriverError as exc:
+            outcome["error"] = str(exc)
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    for _ in range(500):
+        with loaddriver._RUNNING_LOCK:
+            procs = list(loaddriver._RUNNING)
+        if procs:
+            break
+        time.sleep(0.01)
+    assert len(procs) == 1
+    assert loaddriver.stop_clients() == 1
+    thread.join(30)
+    assert not thread.is_alive()
+    assert "YCSB client failed" in outcome["error"]
+    assert procs[0].poll() is not None
+    assert not loaddriver._RUNNING
+    assert os.listdir(tmp_path) == []
