@@ -443,13 +443,17 @@ def summarize_pairs(windows):
     taken out, and the arms' means (ops/s, CPU, disk)."""
     phases = list(dict.fromkeys(w["phase"] for w in windows))
     aa = {name: designs.summarize(pair_ratios_of(windows, NODE_AA, name)) for name in PAIR_ESTIMATORS}
-    estimator, floor = designs.narrowest_floor(aa)
+    # The estimator is the one whose node A/A is least noisy around its own ratio: the ratio itself (what one node
+    # does better than the other on the same configuration) is taken out of every comparison.
+    estimator, spread = designs.narrowest_floor(aa, designs.noise_spread)
     estimator = estimator or "pairs, raw"
+    floor = designs.noise_floor(aa[estimator])
     reference = pair_ratios_of(windows, NODE_AA, estimator)
-    out = {"estimator": estimator, "floor": floor, "phases": {}}
+    out = {"estimator": estimator, "floor": floor, "spread": spread, "aa_ratio": aa[estimator]["ratio"], "phases": {}}
     for phase in phases:
         ratios = pair_ratios_of(windows, phase, estimator)
         summary = designs.summarize(ratios)
+        corrected = None if phase == NODE_AA else designs.ratio_of_ratios(ratios, reference)
         mine = [w for w in windows if w.get("phase") == phase]
 
         def mean(key, arm, mine=mine):
@@ -462,7 +466,8 @@ def summarize_pairs(windows):
             "summary": summary,
             "interval": designs.interval_of(summary),
             "verdict": "(the floor)" if phase == NODE_AA else designs.verdict(summary, floor),
-            "corrected": None if phase == NODE_AA else designs.ratio_of_ratios(ratios, reference),
+            "corrected": corrected,
+            "verdict_corrected": None if corrected is None else designs.verdict(corrected, spread),
             "windows": len(mine),
             "node": {arm: next((w["node"] for w in mine if w["arm"] == arm), None) for arm in ("A", "B")},
             "means": {
@@ -485,12 +490,23 @@ def summarize_pairs(windows):
     return out
 
 
+def floor_text(floor, spread, ratio):
+    """The node A/A's floor around 1 and, when the nodes differ, its noise around its own ratio (the floor of the
+    comparisons with that ratio taken out)."""
+    if floor is None:
+        return "-"
+    text = "+-%.1f %%" % (100 * floor)
+    if spread is not None and ratio and abs(floor - spread) > 0.0005:
+        text += " (+-%.1f %% around %.3f)" % (100 * spread, ratio)
+    return text
+
+
 def markdown_pairs(results):
     lines = [
         "| workload | phase | A (node) | B (node) | windows | B / A [95 %] | B won | floor (node A/A) | verdict"
-        " | node A/A taken out [95 %] | ops/s A / B | node CPU A / B | client side CPU | disk read MB/s A / B"
-        " | disk reads/s A / B | ms per disk read A / B |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " | node A/A taken out [95 %] | its verdict | ops/s A / B | node CPU A / B | client side CPU"
+        " | disk read MB/s A / B | disk reads/s A / B | ms per disk read A / B |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     notes = []
     for item in results:
@@ -501,7 +517,7 @@ def markdown_pairs(results):
             a_config, b_config = next((a, b) for p, a, b in pair_phases(item["configs"]) if p == phase)
             means = row["means"]
             lines.append(
-                "| %s | %s | %s (%s) | %s (%s) | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                "| %s | %s | %s (%s) | %s (%s) | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
                 % (
                     item["workload"].upper(),
                     phase,
@@ -514,11 +530,12 @@ def markdown_pairs(results):
                     if interval
                     else "-",
                     "%d of %d" % (s["b_won"], s["n"]),
-                    "+-%.1f %%" % (100 * floor) if floor is not None else "-",
+                    floor_text(floor, found["spread"], found["aa_ratio"]),
                     row["verdict"],
                     "%.3f [%.3f, %.3f]" % (corrected["ratio"], *corrected["t_interval"])
                     if corrected and corrected["t_interval"]
                     else "-",
+                    row["verdict_corrected"] or "-",
                     "%s / %s" % (ke._fmt(means["A"]["ops_s"], "%.0f"), ke._fmt(means["B"]["ops_s"], "%.0f")),
                     "%s / %s" % (ke._fmt(means["A"]["server_cpu"]), ke._fmt(means["B"]["server_cpu"])),
                     ke._fmt(means["A"]["client_side_cpu"]),

@@ -171,15 +171,29 @@ def noise_floor(aa_summary):
     return max(abs(bounds[0] - 1.0), abs(bounds[1] - 1.0))
 
 
-def narrowest_floor(aa_summaries):
+def noise_spread(aa_summary):
+    """Half-width of the A/A design's interval around its own ratio, as a fraction: the noise alone, where
+    noise_floor also holds what one side does better than the other whatever it runs (two nodes whose tables
+    differ, say). The floor of a comparison whose A/A ratio is taken out (ratio_of_ratios). None without an
+    interval."""
+    bounds = interval_of(aa_summary)
+    ratio = aa_summary.get("ratio")
+    if not bounds or not ratio or ratio <= 0:
+        return None
+    return max(bounds[1] / ratio - 1.0, 1.0 - bounds[0] / ratio)
+
+
+def narrowest_floor(aa_summaries, measure=None):
     """(name, floor) of the estimator whose A/A design gives the narrowest floor, of {name: A/A summary}; (None,
     None) when none has one. Chosen on the A/A windows alone, before any effect is looked at, and then applied to
     every comparison of the same run: which way of pairing windows (adjacent pairs or ABBA blocks) and which
     throughput (raw or per unit of CPU speed) is least noisy depends on the machine's day (a CPU speed that jumps
-    favours the speed; a steady one with a drifting node favours blocks of raw throughput)."""
+    favours the speed; a steady one with a drifting node favours blocks of raw throughput). measure: the floor of
+    an A/A summary (noise_floor, the default, or noise_spread)."""
+    measure = measure or noise_floor
     best = (None, None)
     for name, summary in aa_summaries.items():
-        floor = noise_floor(summary)
+        floor = measure(summary)
         if floor is not None and (best[1] is None or floor < best[1]):
             best = (name, floor)
     return best

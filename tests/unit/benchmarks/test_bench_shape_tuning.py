@@ -247,8 +247,19 @@ def test_pairs_take_the_node_aa_out_and_call_a_gain_against_its_floor():
     assert tuned["summary"]["ratio"] == pytest.approx(1.05 * 1.25, rel=0.02)
     assert tuned["corrected"]["ratio"] == pytest.approx(1.25, rel=0.02)
     assert tuned["verdict"] == "B better" and tuned["node"] == {"A": "bench-cassandra1", "B": "bench-tuned1"}
+    # Its verdict with the node A/A taken out: against the A/A's noise around its own ratio, not around 1.
+    assert found["spread"] is not None and found["spread"] < found["floor"]
+    assert found["aa_ratio"] == pytest.approx(1.05, rel=0.02)
+    assert tuned["verdict_corrected"] == "B better"
     text = bench.render([{"workload": "b", "design": "pairs", "configs": _pair_configs(), "windows": windows}])
     assert "| B | node A/A |" in text and "| B | tuned |" in text and "B better" in text
+    assert "around 1.05" in text
+
+
+def test_the_floor_text_names_the_noise_around_the_node_aa_when_the_nodes_differ():
+    assert bench.floor_text(None, None, None) == "-"
+    assert bench.floor_text(0.02, 0.02, 1.0) == "+-2.0 %"
+    assert bench.floor_text(0.135, 0.008, 1.126) == "+-13.5 % (+-0.8 % around 1.126)"
 
 
 def test_the_pairs_design_names_what_is_allowed():

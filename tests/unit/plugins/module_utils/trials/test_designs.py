@@ -138,3 +138,15 @@ def test_ratio_of_ratios_without_enough_ratios_has_no_interval():
     assert designs.ratio_of_ratios([], [1.0])["ratio"] is None
     with pytest.raises(designs.DesignError, match="^confidence: "):
         designs.ratio_of_ratios([1.0, 1.1], [1.0, 1.1], confidence=0.2)
+
+
+def test_the_spread_of_an_aa_is_its_noise_around_its_own_ratio():
+    # Two nodes whose tables differ: the same configuration reads 12 % faster on one, steadily.
+    biased = designs.summarize([1.11, 1.13, 1.12, 1.12, 1.125, 1.115])
+    assert designs.noise_floor(biased) > 0.12
+    assert 0 < designs.noise_spread(biased) < 0.01
+    assert designs.noise_spread(designs.summarize([1.1])) is None
+    # Chosen by spread, the steady biased estimator wins over a noisy unbiased one.
+    noisy = designs.summarize([1.05, 0.95, 1.04, 0.96, 1.0, 1.0])
+    assert designs.narrowest_floor({"noisy": noisy, "biased": biased})[0] == "noisy"
+    assert designs.narrowest_floor({"noisy": noisy, "biased": biased}, designs.noise_spread)[0] == "biased"
