@@ -241,7 +241,7 @@ def test_stop_clients_ends_a_run_waiting_in_another_thread(monkeypatch, tmp_path
 
     thread = threading.Thread(target=client)
     thread.start()
-    for _ in range(500):
+    for _attempt in range(500):
         with loaddriver._RUNNING_LOCK:
             procs = list(loaddriver._RUNNING)
         if procs:
