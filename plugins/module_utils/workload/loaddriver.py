@@ -350,8 +350,7 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
             try:
                 proc.wait(timeout=max(1.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired as exc:
-                for other, _out in procs:
-                    other.kill()
+                # The clients still running are killed on the way out (_end).
                 raise LoadDriverError("the %s phase did not finish within %ss" % (phase, timeout)) from exc
             out.seek(0)
             text = out.read()
