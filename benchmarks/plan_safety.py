@@ -282,6 +282,12 @@ def main():
         default=7200.0,
         help="seconds of the same process observed before the controller starts (0: it starts with no history)",
     )
+    parser.add_argument(
+        "--horizon",
+        choices=safety.HORIZONS,
+        default=None,
+        help="how long the guard values a switch (the plan module's default when not given)",
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="traces run at once (processes)")
     parser.add_argument("--markdown")
     parser.add_argument("--csv")
@@ -291,7 +297,7 @@ def main():
     seeds = list(range(1, 1 + (args.seeds or (2 if args.short else 3))))
     rule = replication.batch_rule(3, "ONE", 3)
     roll = planner.Roll(nodes=3, batch=rule["batch"], restart_s=args.restart_s)
-    policy = safety.SafetyPolicy()
+    policy = safety.SafetyPolicy(**({"horizon": args.horizon} if args.horizon else {}))
     lookahead = int(args.lookahead_s // STEP_S)
     CONTEXT.update(world=World(roll), policy=policy, args=args, lookahead=lookahead)
     print(

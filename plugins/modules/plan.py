@@ -132,7 +132,9 @@ options:
       - Keys (all optional) C(enabled) (default true), C(confidence) (0.9), C(margin) (0.005), C(back_margin) (0.02),
         C(min_dwell_s) (600), C(min_paths) (8), C(max_paths) (60), C(min_independent) (3), C(skill_margin) (0.05),
         C(model_error) (the throughput model's relative error a candidate must beat; default the surrogate's
-        held-out mean absolute percentage error when its model file records one, else 0), C(analog_radius) (0.15).
+        held-out mean absolute percentage error when its model file records one, else 0), C(analog_radius) (0.15),
+        C(horizon) (C(commitment), a switch valued over its roll and the minimum dwell as well as over the lookahead,
+        the better bound counting; C(lookahead), over the lookahead only).
     type: dict
     default: {}
   debt:

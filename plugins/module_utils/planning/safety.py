@@ -26,7 +26,12 @@ front of the plan's first switch, the only one a receding-horizon controller eve
    bound prices a risk the switch leaves behind.
 3. Hysteresis and dwell. The lower bound must exceed ``margin`` x the ops of staying over the window
    (``back_margin`` when b is the configuration left last); no switch starts sooner than ``min_dwell_s`` after the
-   previous one ended.
+   previous one ended. With ``horizon`` commitment a switch is also valued held only as long as it commits the
+   cluster to (its roll and the dwell after it, the way out paid where that window ends against it), and the
+   better of the two bounds counts: a watching controller may leave once the dwell is over, so a phase that lasts
+   longer than the commitment but not the whole lookahead no longer blocks a switch that pays inside it (its
+   paths independent a commitment apart; whether the errors are known at all still takes ``min_independent``
+   origins a lookahead apart).
 4. The long run. A configuration that does not win over the next lookahead may still win over every lookahead:
    the one the whole trace favours (static-optimized, which no forecast of one lookahead shows when the workload
    swings). The history observed so far is cut into lookahead-long blocks; the switch's steady gain in each block
@@ -51,6 +56,11 @@ DOMAIN_GRID = tuple(round(0.1 * i, 1) for i in range(11))
 """Read ratios every scenario of the cold start (no error known) covers."""
 
 
+HORIZONS = ("lookahead", "commitment")
+"""How long a switch is valued: the whole lookahead, or what the switch commits the cluster to (its roll and the
+minimum dwell after it), the way out paid where that window ends on a workload against it."""
+
+
 class SafetyError(planner.PlanError):
     """Bad input to the safety rule; the message names the field and what is allowed."""
 
@@ -73,6 +83,7 @@ class SafetyPolicy:
     model_error: float = 0.0
     analog_radius: float = 0.15
     min_independent: int = 3
+    horizon: str = "commitment"
 
     def __post_init__(self):
         def number(name, low, high):
@@ -88,6 +99,10 @@ class SafetyPolicy:
         number("skill_margin", 0.0, 1.0)
         number("model_error", 0.0, 0.9)
         number("analog_radius", 0.0, 1.0)
+        if self.horizon not in HORIZONS:
+            raise SafetyError(
+                "safety.horizon: %r is not allowed; choose one of %s" % (self.horizon, ", ".join(HORIZONS))
+            )
         for name in ("min_paths", "max_paths", "min_independent"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 2:
@@ -342,6 +357,8 @@ class Decision:
                 scenarios=int(a["n"]),
                 independent=float(a.get("n_eff", a["n"])),
             )
+            if "window" in a:
+                out["window_steps"] = int(a["window"])
         return out
 
 
@@ -478,6 +495,8 @@ def decide(
         )
     steps = len(next(iter(forecast.values())))
     every = list(range(max(len(forecast_errors), len(persistence_errors))))
+    raw = {"forecast": forecast_errors, "persistence": persistence_errors, "origins": origins}
+    young = None
     chosen = analogs(states, now, policy.analog_radius)
     if chosen is None:
         chosen = every
@@ -488,6 +507,8 @@ def decide(
     else:
         # Of the moments like this one, those whose regime was as old as now's, when they are evidence enough.
         aged = same_age(chosen, states, now)
+        if aged is not None and len(aged) >= policy.min_paths:
+            young = [aged[i] for i in _spread(len(aged), policy.max_paths)]
         if (
             aged is not None
             and len(aged) >= policy.min_paths
@@ -559,13 +580,15 @@ def decide(
     floors = [min(float(item.F[:, c].mean()) for item in domain) for c in range(line.configs)]
     best = None
     assessed = {}
+    young_lines = None
     # The plan's own target first: when it holds under the uncertainty, the plan's choice stands.
     order = sorted(windows, key=lambda t: t != planned)
     for target in order:
         window = windows[target]
-        found = assess(lines, current, target, window, policy, cold=errors is None, origins=origins)
         margin = policy.back_margin if previous is not None and target == previous else policy.margin
+        found = assess(lines, current, target, window, policy, cold=errors is None, origins=origins)
         found["needed"] = margin * max(found["stay"], 0.0)
+        found["window"] = window
         found["target"] = target
         if (
             errors is not None
@@ -584,6 +607,31 @@ def decide(
             past_gain, _stay, _share = switch_gain(past, current, target, past.steps, policy.model_error)
             if now_gain > found["needed"] and past_gain > 0 and floors[target] >= floors[current]:
                 found.update(lower=now_gain, share_low=0.0, undo=True)
+        if policy.horizon == "commitment" and errors is not None:
+            # The switch commits the cluster only to its roll and the dwell after it; a watching controller can
+            # leave then. Valued held that long (the way out paid where it ends against the switch) at its lower
+            # confidence bound - never the safer candidate's expected gain, which prices leaving a risk over the
+            # whole window - or as above, whichever bound is better. Over so short a window the past moments
+            # whose regime was as old as now's are evidence enough when they lie a commitment apart.
+            short = _commitment(line, current, target, policy)
+            if short < window:
+                brief_lines, brief_origins = lines, origins
+                if young is not None and young != chosen:
+                    pool_origins = None if raw["origins"] is None else [raw["origins"][i] for i in young]
+                    if (
+                        pool_origins is None
+                        or effective_paths(len(young), pool_origins, short) >= policy.min_independent
+                    ):
+                        if young_lines is None:
+                            source = raw[basis]
+                            young_lines = [
+                                make_line(apply_errors(central, source[i])) for i in young if i < len(source)
+                            ]
+                        brief_lines, brief_origins = young_lines, pool_origins
+                brief = assess(brief_lines, current, target, short, policy, origins=brief_origins)
+                brief.update(needed=margin * max(brief["stay"], 0.0), window=short, target=target)
+                if brief["lower"] - brief["needed"] > found["lower"] - found["needed"]:
+                    found = brief
         assessed[target] = found
         if best is None or found["lower"] - found["needed"] > best["lower"] - best["needed"]:
             best = found
@@ -611,6 +659,11 @@ def decide(
         bound,
         f"{best['needed']:,.0f}",
     )
+    if best.get("window", steps) < steps:
+        text += (
+            " (held %d steps: its roll and the minimum dwell, after which a watching controller can leave)"
+            % (best["window"])
+        )
     if best["lower"] > best["needed"]:
         return Decision(best["target"], text, basis, score, best, plan)
     lasting = _long_run_choice(make_line, history, current, steps, assessed, previous, policy)
@@ -631,6 +684,13 @@ def decide(
         )
         return Decision(found["target"], lasting_text, "history", score, found, plan)
     return Decision(None, text + ": keep the configuration", basis, score, best, plan)
+
+
+def _commitment(line, current, target, policy):
+    """Steps the switch from current to target commits the cluster to: its roll, then the minimum dwell (at least
+    one step, at most the line)."""
+    duration = line.layout_of(current, target)[1]
+    return max(1, min(line.steps, int(math.ceil((duration + policy.min_dwell_s) / line.step_s - 1e-9))))
 
 
 def _long_run_choice(make_line, history, current, steps, assessed, previous, policy):

@@ -219,3 +219,31 @@ def test_a_safer_configuration_needs_the_expected_gain_not_its_lower_bound():
     assert decision.target == 3 and decision.assessment.get("safer")
     assert "safer than the configuration in place" in decision.reason
     assert safety.decide(make_line, 3, flat(0.05), flat(0.05), paths, paths, origins=origins).target is None
+
+
+def test_a_switch_is_valued_over_what_it_commits_the_cluster_to_when_a_watching_controller_can_leave():
+    # A read phase that has always lasted 28 more steps, then turned to writes for the rest of the lookahead.
+    # Held for the whole lookahead (40 steps) read-optimized loses against balanced; held for its roll and the
+    # dwell after it (3 x 30 s + 600 s = 23 steps), the workload never turned inside that commitment.
+    turn = [[0.0] * 28 + [-0.9] * (STEPS - 28) for _i in range(12)]
+    whole = safety.SafetyPolicy(horizon="lookahead")
+    lookahead = safety.decide(make_line, 3, flat(0.95), flat(0.95), turn, turn, policy=whole)
+    assert lookahead.target is None and lookahead.basis == "persistence"
+    policy = safety.SafetyPolicy()
+    assert policy.horizon == "commitment"
+    committed = safety.decide(make_line, 3, flat(0.95), flat(0.95), turn, turn, policy=policy)
+    assert committed.target == 1 and committed.basis == "persistence"
+    assert committed.assessment["window"] == 23
+    # A phase that turned inside the commitment still refuses read-optimized (every past path says writes come).
+    early = [[0.0] * 10 + [-0.9] * (STEPS - 10) for _i in range(12)]
+    assert safety.decide(make_line, 3, flat(0.95), flat(0.95), early, early, policy=policy).target != 1
+    # A bad forecast still never triggers a switch under either horizon.
+    forecast = {"read_ratio": [0.9] * 5 + [0.05] * (STEPS - 5)}
+    bad = [[0.85] * STEPS for _i in range(20)]
+    good = [[0.0] * STEPS for _i in range(20)]
+    assert safety.decide(make_line, 1, forecast, flat(0.9), bad, good, policy=policy).target is None
+
+
+def test_the_horizon_is_one_of_the_named_ones():
+    with pytest.raises(safety.SafetyError, match="safety.horizon: 'forever' is not allowed; choose one of"):
+        safety.SafetyPolicy.from_dict({"horizon": "forever"})
