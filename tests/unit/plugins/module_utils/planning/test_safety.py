@@ -247,3 +247,30 @@ def test_a_switch_is_valued_over_what_it_commits_the_cluster_to_when_a_watching_
 def test_the_horizon_is_one_of_the_named_ones():
     with pytest.raises(safety.SafetyError, match="safety.horizon: 'forever' is not allowed; choose one of"):
         safety.SafetyPolicy.from_dict({"horizon": "forever"})
+
+
+def test_the_commitment_is_valued_on_the_moments_whose_regime_was_as_young_as_now():
+    # Nine past starts of a read phase (three episodes a commitment apart, too close for a lookahead): each phase
+    # lasted 28 steps. Ten moments deep inside older read phases: each turned to writes 5 steps later.
+    young = [0, 1, 2, 25, 26, 27, 50, 51, 52]
+    old = [100 + 50 * i for i in range(10)]
+    origins = young + old
+    lasting = [0.0] * 28 + [-0.9] * (STEPS - 28)
+    turning = [0.0] * 5 + [-0.9] * (STEPS - 5)
+    errors = [lasting] * len(young) + [turning] * len(old)
+    states = [{"read_ratio": 0.95, AGE: 0}] * len(young) + [{"read_ratio": 0.95, AGE: 30}] * len(old)
+    now = {"read_ratio": 0.95, AGE: 0}
+    common = dict(origins=origins, states=states, now=now)
+    committed = safety.decide(make_line, 3, flat(0.95), flat(0.95), errors, errors, **common)
+    assert committed.target == 1 and committed.assessment["window"] == 23
+    # Over the whole window, on every moment like now's (the young ones are one episode a lookahead apart): no.
+    whole = safety.SafetyPolicy(horizon="lookahead")
+    assert safety.decide(make_line, 3, flat(0.95), flat(0.95), errors, errors, policy=whole, **common).target is None
+    # Two episodes of young moments are not evidence enough even for the commitment.
+    few = [0, 1, 2, 3, 4, 5, 25, 26, 27]
+    assert (
+        safety.decide(
+            make_line, 3, flat(0.95), flat(0.95), errors, errors, origins=few + old, states=states, now=now
+        ).target
+        is None
+    )
