@@ -29,9 +29,10 @@ front of the plan's first switch, the only one a receding-horizon controller eve
    previous one ended. With ``horizon`` commitment a switch is also valued held only as long as it commits the
    cluster to (its roll and the dwell after it, the way out paid where that window ends against it), and the
    better of the two bounds counts: a watching controller may leave once the dwell is over, so a phase that lasts
-   longer than the commitment but not the whole lookahead no longer blocks a switch that pays inside it (its
-   paths independent a commitment apart; whether the errors are known at all still takes ``min_independent``
-   origins a lookahead apart).
+   longer than the commitment but not the whole lookahead no longer blocks a switch that pays inside it. That
+   bound is the lower confidence bound on the past moments whose regime was as young as now's, when
+   ``min_independent`` of them lie a commitment apart; whether the errors are known at all still takes
+   ``min_independent`` origins a lookahead apart.
 4. The long run. A configuration that does not win over the next lookahead may still win over every lookahead:
    the one the whole trace favours (static-optimized, which no forecast of one lookahead shows when the workload
    swings). The history observed so far is cut into lookahead-long blocks; the switch's steady gain in each block
