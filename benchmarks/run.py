@@ -297,6 +297,21 @@ EXPERIMENTS = (
         outputs=False,
         site="bench",
     ),
+    Experiment(
+        "shape_dynamic",
+        "shape_dynamic.py",
+        "Autotune against doing nothing on the node shape, both arms at the same moment on two nodes of the same "
+        "shape, swapping nodes every turn, with the warm-up's A/A beside it",
+        "issue criteria (the real-lab comparison on the node shape); seed 001 (IRIS) +18.9 % / +25.7 %",
+        # A turn is the trace once on both nodes at the same moment (the compactions of the turn before waited for,
+        # a warm-up of the defaults on both): about 19 minutes for the quiet trace, 4 turns. The short set: two
+        # turns of the mixed trace in 90 s phases, about 9 minutes on nodes already up and loaded.
+        short=("--trace", "mixed", "--turns", "2", "--phase-s", "90,90,90", "--warmup-s", "60"),
+        full=("--trace", "quiet", "--turns", "4"),
+        needs=BENCH_NODE,
+        outputs=False,
+        site="bench",
+    ),
     # Last: the longest, and its races and rounds start from scratch in the results folder.
     Experiment(
         "tuning_gain",

@@ -181,9 +181,11 @@ def clock(seconds):
 STARTED = time.time()
 
 
-def ansible(playbook, extra, log_path, show=("[tactician",)):
-    """Runs a playbook of the collection on the lab inventory; prints its progress lines; the whole log to a file."""
+def ansible(playbook, extra, log_path, show=("[tactician",), inventory=None):
+    """Runs a playbook of the collection on the lab inventory (or another); prints its progress lines; the whole log
+    to a file."""
     argv = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), os.path.join(ROOT, "playbooks", playbook)]
+    argv += ["-i", inventory] if inventory else []
     argv += ["-e", "@" + extra]
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
     with open(log_path, "w", encoding="utf-8") as log:
