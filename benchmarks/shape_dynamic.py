@@ -323,16 +323,12 @@ def run_turn(turn, placement, args, phases, out, conf_texts, key_cache, static_c
             "label": r["label"],
             "rc": r["thread"].rc,
             "seconds": round((r["thread"].ended or 0) - (r["thread"].began or 0), 1),
+            "began": r["thread"].began,
+            "ended": r["thread"].ended,
         }
         for r in runs
     ]
-    decisions = []
-    if "autotune" in placement:
-        arm_args = argparse.Namespace(out=folder, min_gain=args.min_gain)
-        history = os.path.join(folder, "history.sqlite3")
-        for r in runs:
-            if os.path.exists(history) and os.path.isdir(os.path.join(folder, "plans")):
-                decisions.append(demo.decision_lines(arm_args, history, r["thread"].began or t0))
+    decisions = [decision_of(folder, run["began"], run["ended"], args.min_gain) for run in autotune_runs]
     return {
         "turn": turn + 1,
         "placement": {arm: node.name for arm, node in placement.items()},
@@ -340,6 +336,15 @@ def run_turn(turn, placement, args, phases, out, conf_texts, key_cache, static_c
         "autotune_runs": autotune_runs,
         "decisions": decisions,
     }
+
+
+def decision_of(folder, began, ended, min_gain):
+    """What the autotune run between began and ended decided, in the demo's words (its plan, the effect)."""
+    history = os.path.join(folder, "history.sqlite3")
+    if not began or not os.path.exists(history):
+        return ["no history written (see the log)"]
+    arm_args = argparse.Namespace(out=folder, min_gain=min_gain)
+    return demo.decision_lines(arm_args, history, began, until=ended or time.time())
 
 
 # ----------------------------------------------------------------------------------------------- statistics

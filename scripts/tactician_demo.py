@@ -738,9 +738,14 @@ def _plans(args):
     )
 
 
-def decision_lines(args, history, since):
-    """What the last autotune run decided (its plan's first step and reasons) and the effect it measured."""
-    plans = [path for path in _plans(args) if os.path.getmtime(path) >= since - 1]
+def decision_lines(args, history, since, until=None):
+    """What the last autotune run decided (its plan's first step and reasons) and the effect it measured: the last
+    plan written since that time (and until, when given: the run that ended then)."""
+    plans = [
+        path
+        for path in _plans(args)
+        if since - 1 <= os.path.getmtime(path) and (until is None or os.path.getmtime(path) <= until + 1)
+    ]
     if not plans:
         return ["no plan written (see the log)"]
     plan = _plan(plans[-1])

@@ -108,3 +108,8 @@ def test_a_trace_has_its_phases_with_their_lengths():
     assert [p[3] for p in args.phases] == [120, 240, 180, 120]
     assert args.phases[2][2] == bench.QUIET_RATE
     assert all(spec in bench.MIXES for _label, spec, _rate, _s in args.phases)
+
+
+def test_a_run_without_a_history_says_so(tmp_path):
+    assert bench.decision_of(str(tmp_path), 1.0, 2.0, 0.05) == ["no history written (see the log)"]
+    assert bench.decision_of(str(tmp_path), None, None, 0.05) == ["no history written (see the log)"]
