@@ -159,34 +159,12 @@ def write_schedule(path, phases, warmup_s):
 
 
 def autotune_vars(args, folder, schedule_file, t0, remaining_s, rate):
-    return {
-        "tactician_autotune_mode": "auto",
-        "tactician_model_file": args.model,
-        "tactician_history": os.path.join(folder, "history.sqlite3"),
-        "tactician_plans_dir": os.path.join(folder, "plans"),
-        "tactician_reports_dir": os.path.join(folder, "reports"),
-        "tactician_autotune_forecast": "schedule",
-        "tactician_autotune_schedule_file": schedule_file,
-        "tactician_autotune_schedule_start": t0,
-        "tactician_autotune_demand": "forecast",
-        "tactician_autotune_workload_base": {
-            "requestdistribution": "zipfian",
-            "records": args.records,
-            "threads": args.threads,
-        },
-        "tactician_autotune_lookahead_s": int(remaining_s // STEP_S * STEP_S),
-        "tactician_autotune_step_s": STEP_S,
-        "tactician_autotune_observe_s": 20,
-        "tactician_autotune_effect_windows": 2,
-        "tactician_autotune_settle_s": 15,
-        "tactician_autotune_restart_s": 60,
-        "tactician_autotune_min_gain": args.min_gain,
-        "tactician_autotune_keyspaces": [_shape.KEYSPACE],
-        # A cluster of one node: a live change takes no node down; a change that needs a restart makes the
-        # cluster unavailable for its restart, which the plan prices (docs/rolling.md, the aggressive variant).
-        "tactician_aggressive": True,
-        **({"tactician_autotune_offered": rate} if rate else {}),
-    }
+    """The demo's variables of an autotune run, on a cluster of one node: a live change takes no node down, and a
+    change that needs a restart makes the cluster unavailable for it, which the plan prices (docs/rolling.md, the
+    aggressive variant)."""
+    history = os.path.join(folder, "history.sqlite3")
+    variables = demo.autotune_vars(args, folder, history, schedule_file, t0, remaining_s, rate, _shape.KEYSPACE)
+    return dict(variables, tactician_aggressive=True)
 
 
 class Autotune(threading.Thread):
@@ -206,6 +184,21 @@ def client(spec, seconds, rate, args, node):
     params = ke.client_params(spec, TABLE, seconds, args.threads, args.records, node)
     params["target"] = int(rate or 0)
     return ke.Client(params)
+
+
+def start_clients(clients):
+    for one in clients.values():
+        one.start()
+
+
+def join_clients(clients):
+    """Waits for the clients; interrupted (Ctrl-C, kill -TERM), ends their processes, which outlive the threads."""
+    try:
+        for one in clients.values():
+            one.join()
+    except BaseException:
+        loaddriver.stop_clients()
+        raise
 
 
 def cpu_sample(pids):
@@ -236,14 +229,8 @@ def prewarm(args, log, round_s=120.0, steady=0.05):
     spent = 0.0
     while spent < args.prewarm_s:
         clients = {node.name: client("b", round_s, 0, args, node) for node in NODES}
-        for one in clients.values():
-            one.start()
-        try:
-            for one in clients.values():
-                one.join()
-        except BaseException:
-            loaddriver.stop_clients()
-            raise
+        start_clients(clients)
+        join_clients(clients)
         spent += round_s
         for name, one in clients.items():
             rates[name].append(float((one.result or {}).get("throughput") or 0.0))
@@ -281,8 +268,7 @@ def run_turn(turn, placement, args, phases, out, conf_texts, key_cache, static_c
             set_live(placement["static"], static_config, log)
         clients = {arm: client(spec, seconds, rate, args, node) for arm, node in placement.items()}
         start = cpu_sample(pids.values())
-        for one in clients.values():
-            one.start()
+        start_clients(clients)
         if index >= 1 and "autotune" in placement:
             time.sleep(args.lead_s)
             remaining = total_s - (time.time() - t0)
@@ -300,12 +286,7 @@ def run_turn(turn, placement, args, phases, out, conf_texts, key_cache, static_c
                 tuner.start()
                 runs.append({"phase": index, "label": label, "thread": tuner})
                 log("  %s: autotune in mode auto on %s" % (label, placement["autotune"].name))
-        try:
-            for one in clients.values():
-                one.join()
-        except BaseException:
-            loaddriver.stop_clients()
-            raise
+        join_clients(clients)
         end = cpu_sample(pids.values())
         for arm, one in clients.items():
             if one.error:

@@ -414,6 +414,41 @@ def prewarm(args, folder, password, seconds):
     return rates
 
 
+def autotune_vars(args, folder, history, schedule_file, t0, remaining_s, rate, keyspace):
+    """The extra variables of one autotune run in mode auto on a trace's known schedule (started at t0, remaining_s
+    of it left), writing its plans and reports under folder; rate is the phase's offered ops/s (0: closed loop)."""
+    return {
+        "tactician_autotune_mode": "auto",
+        "tactician_model_file": args.model,
+        "tactician_history": history,
+        "tactician_plans_dir": os.path.join(folder, "plans"),
+        "tactician_reports_dir": os.path.join(folder, "reports"),
+        "tactician_autotune_forecast": "schedule",
+        "tactician_autotune_schedule_file": schedule_file,
+        "tactician_autotune_schedule_start": t0,
+        # The schedule's rates: a quiet phase offers less than the cluster can serve (closed-loop phases have none
+        # and are unbounded).
+        "tactician_autotune_demand": "forecast",
+        "tactician_autotune_workload_base": {
+            "requestdistribution": "zipfian",
+            "records": args.records,
+            "threads": args.threads,
+        },
+        "tactician_autotune_lookahead_s": int(remaining_s // STEP_S * STEP_S),
+        "tactician_autotune_step_s": STEP_S,
+        "tactician_autotune_observe_s": 20,
+        # Two sub-windows of 10 s: the effect's interval with the least controller time per observation (each is a
+        # module call, about 20 s on this loaded machine).
+        "tactician_autotune_effect_windows": 2,
+        "tactician_autotune_settle_s": 15,
+        "tactician_autotune_restart_s": 60,
+        "tactician_autotune_min_gain": args.min_gain,
+        "tactician_autotune_keyspaces": [keyspace],
+        # A throttled phase: a side that serves what the clients offer shows no effect ("throttled").
+        **({"tactician_autotune_offered": rate} if rate else {}),
+    }
+
+
 def run_arm(args, arm, rep, folder, password, schedule_file, prewarm_s=0.0):
     """One arm's run of the whole trace: the rows reloaded, the clients on the schedule, autotune at each phase's
     start in arm autotune. Returns {"arm", "rep", "warmup", "results", "ok", "static", "detail"}."""
@@ -473,36 +508,7 @@ def run_arm(args, arm, rep, folder, password, schedule_file, prewarm_s=0.0):
             break
         extra = write_json(
             os.path.join(folder, "autotune-%d.json" % (index + 1)),
-            {
-                "tactician_autotune_mode": "auto",
-                "tactician_model_file": args.model,
-                "tactician_history": history,
-                "tactician_plans_dir": os.path.join(folder, "plans"),
-                "tactician_reports_dir": os.path.join(folder, "reports"),
-                "tactician_autotune_forecast": "schedule",
-                "tactician_autotune_schedule_file": schedule_file,
-                "tactician_autotune_schedule_start": t0,
-                # The schedule's rates: a quiet phase offers less than the cluster can serve (closed-loop phases
-                # have none and are unbounded).
-                "tactician_autotune_demand": "forecast",
-                "tactician_autotune_workload_base": {
-                    "requestdistribution": "zipfian",
-                    "records": args.records,
-                    "threads": args.threads,
-                },
-                "tactician_autotune_lookahead_s": int(remaining // STEP_S * STEP_S),
-                "tactician_autotune_step_s": STEP_S,
-                "tactician_autotune_observe_s": 20,
-                # Two sub-windows of 10 s: the effect's interval with the least controller time per observation
-                # (each is a module call, about 20 s on this loaded machine).
-                "tactician_autotune_effect_windows": 2,
-                "tactician_autotune_settle_s": 15,
-                "tactician_autotune_restart_s": 60,
-                "tactician_autotune_min_gain": args.min_gain,
-                "tactician_autotune_keyspaces": ["tactician_demo"],
-                # A throttled phase: a side that serves what the clients offer shows no effect ("throttled").
-                **({"tactician_autotune_offered": rate} if rate else {}),
-            },
+            autotune_vars(args, folder, history, schedule_file, t0, remaining, rate, "tactician_demo"),
         )
         say("phase %d (%s): autotune in mode auto" % (index + 1, label))
         began = time.time()
