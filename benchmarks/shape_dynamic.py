@@ -443,8 +443,7 @@ def _phase_pick(label):
 # ----------------------------------------------------------------------------------------------- main
 def static_configuration(args, phases):
     """The static-optimized configuration of the whole trace on the surrogate (the plan's baseline)."""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    import shape_tuning as stn
+    import shape_tuning as stn  # the surrogate + GA of the node shape (its imports are heavy: only for this arm)
 
     data, metadata = stn.modelstore.load_model(args.model, kind="surrogate", store="cassandra")
     model = stn.sg.Surrogate.from_dict(data)
@@ -515,7 +514,8 @@ def main(argv=None):
                 started.append(node)
                 _shape.start_node(node)
             _shape.ensure_loaded(args.records, chunks=(16,), log=log, node=node)
-        log(_shape.describe())
+        shape = _shape.describe()
+        log(shape)
         conf_texts = {}
         for node in NODES:
             with open(conf_file(node), encoding="utf-8") as handle:
@@ -528,7 +528,7 @@ def main(argv=None):
             "args": dict(vars(args), phases=None),
             "phases": args.phases,
             "static": static_config,
-            "shape": _shape.describe(),
+            "shape": shape,
             "turns": [],
         }
         if args.prewarm_s > 0:
