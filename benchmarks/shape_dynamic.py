@@ -215,6 +215,7 @@ def phase_record(label, result, start, end, pid, pids):
         "ops_s": round(ops / span, 1),
         "p99_ms": demo.p99_of(result),
         "failed": int((result or {}).get("failed_total") or 0),
+        "not_found": int((result or {}).get("not_found_total") or 0),
         "node_cpu": round((end[pid] - start[pid]) / span, 3),
         "client_side_cpu": round(max(0.0, end["machine"] - start["machine"] - servers) / span, 3),
         "seconds": round(span, 1),
@@ -386,8 +387,8 @@ def render(doc):
         "",
         "| turn | arm | node | total ops (trace) | "
         + " | ".join("%s ops/s" % label for label in labels)
-        + " | worst p99 (ms) | failed | node CPU | client side CPU |",
-        "|---|---|---|---|" + "---|" * len(labels) + "---|---|---|---|",
+        + " | worst p99 (ms) | failed | rows not found | node CPU | client side CPU |",
+        "|---|---|---|---|" + "---|" * len(labels) + "---|---|---|---|---|",
     ]
     for turn in turns:
         for arm in (arm_a, arm_b):
@@ -396,7 +397,7 @@ def render(doc):
             span = sum(r["seconds"] for r in trace) or 1.0
             p99s = [r["p99_ms"] for r in trace if r["p99_ms"] is not None]
             lines.append(
-                "| %d | %s | %s | %s | %s | %s | %d | %.2f | %.2f |"
+                "| %d | %s | %s | %s | %s | %s | %d | %s | %.2f | %.2f |"
                 % (
                     turn["turn"],
                     arm,
@@ -405,6 +406,8 @@ def render(doc):
                     " | ".join("%.0f" % r["ops_s"] for r in recs),
                     "%.0f" % max(p99s) if p99s else "-",
                     sum(r["failed"] for r in recs),
+                    # runs before rows not found were counted apart have none recorded
+                    sum(r["not_found"] for r in recs) if all("not_found" in r for r in recs) else "-",
                     sum(r["node_cpu"] * r["seconds"] for r in trace) / span,
                     sum(r["client_side_cpu"] * r["seconds"] for r in trace) / span,
                 )

@@ -200,7 +200,7 @@ def execute_schedule(params, the_plan, schedule, on_phase=None):
         spec = phase.workload(base)
         extra = {"maxexecutiontime": str(int(math.ceil(phase.duration_s)))}
         if not phase.rate:
-            extra["operationcount"] = str(UNBOUNDED_OPERATIONS)
+            extra["operationcount"] = str(timed_operationcount(spec.recordcount, spec.insertproportion))
         started = time.time()
         result = _run_phase(params, the_plan, spec, "run", scans, extra, target=int(phase.rate))
         result.update(
@@ -270,6 +270,19 @@ def _probed(run, cpus):
 UNBOUNDED_OPERATIONS = 2**31 - 1
 """operationcount of a run bounded only by time: YCSB reads the property as a Java int (CoreWorkload sizes the
 zipfian generator from it), so a larger number fails the client at start."""
+
+
+def timed_operationcount(recordcount, insertproportion):
+    """operationcount of a run bounded only by time. With inserts, YCSB's key chooser spans recordcount plus
+    2 * operationcount * insertproportion keys in a Java int: UNBOUNDED_OPERATIONS there overflows it, and the reads
+    and updates of the run go to keys that were never written (rows not found, updates that add rows). The largest
+    count whose key space still fits is returned instead; a run reaches it only after hundreds of millions of
+    inserts."""
+    share = float(insertproportion or 0.0)
+    if share <= 0.0:
+        return UNBOUNDED_OPERATIONS
+    room = UNBOUNDED_OPERATIONS - int(recordcount or 0) - 1
+    return max(1, min(UNBOUNDED_OPERATIONS, int(room / (2.0 * share))))
 
 
 def _run_phase(params, the_plan, spec, phase, scans, extra=None, target=0):

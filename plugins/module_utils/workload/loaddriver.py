@@ -164,6 +164,11 @@ def parse_output(text):
             op["p%s_ms" % _label(float(pct.group(1)))] = _ms(value)
         elif metric.startswith("Return="):
             op["returns"][metric[len("Return=") :]] = int(value or 0)
+    for name, op in result["operations"].items():
+        # YCSB reports a read's status under the operation ("[READ], Return=NOT_FOUND, n") and its latency under
+        # "[READ-FAILED]": both forms count as the rows not found.
+        if op["returns"].get("NOT_FOUND"):
+            result["not_found"][name] = max(result["not_found"].get(name, 0), op["returns"]["NOT_FOUND"])
     for name, missing in result["not_found"].items():
         left = result["failed"].get(name, 0) - missing
         if left > 0:

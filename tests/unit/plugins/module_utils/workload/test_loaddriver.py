@@ -63,6 +63,13 @@ def test_reads_that_found_no_row_are_counted_apart_from_failures():
     assert merged["failed"] == {"read": 10} and merged["not_found"] == {"read": 22}
 
 
+def test_ycsb_reports_rows_not_found_under_the_operation_not_as_failures():
+    # YCSB's own form: the status under [READ], the latency of every read that was not OK under [READ-FAILED].
+    text = OUTPUT.replace("[READ], Return=ERROR, 10\n", "[READ], Return=NOT_FOUND, 10\n")
+    result = loaddriver.parse_output(text)
+    assert result["failed"] == {} and result["not_found"] == {"read": 10}
+
+
 def test_status_lines_tell_when_operations_failed():
     text = (
         "2026-11-26 10:00:10:000 10 sec: 35000 operations; 3500 current ops/sec; [INSERT: Count=35000, Max=9]\n"
@@ -255,3 +262,12 @@ def test_stop_clients_ends_a_run_waiting_in_another_thread(monkeypatch, tmp_path
     assert procs[0].poll() is not None
     assert not loaddriver._RUNNING
     assert os.listdir(tmp_path) == []
+
+
+def test_a_timed_run_with_inserts_keeps_the_key_space_of_ycsb_in_a_java_int():
+    assert loadrun.timed_operationcount(4_000_000, 0.0) == loadrun.UNBOUNDED_OPERATIONS
+    for share in (0.05, 0.5, 0.95, 1.0):
+        count = loadrun.timed_operationcount(4_000_000, share)
+        assert 4_000_000 + int(count * share * 2.0) < 2**31 - 1
+        assert count > 10**9 // 2
+    assert loadrun.timed_operationcount(2**31, 0.95) == 1
