@@ -36,6 +36,7 @@ import threading
 import time
 
 import knob_effects as ke
+import numpy as np
 import yaml
 from _common import ROOT
 
@@ -364,6 +365,53 @@ def compare(turns, arm_a, arm_b, pick):
     return effect_interval(values, signs)
 
 
+def covariate_interval(values, signs, covariate):
+    """(ratio, low, high) of y = effect + node * sign + slope * covariate, fitted by least squares: the effect (at
+    sign 0 and covariate 0) with its 95 % t interval from the residuals (n - 3 degrees of freedom; low and high
+    None with fewer than 4 turns or a design that cannot tell the three apart)."""
+    n = len(values)
+    if n < 4:
+        return effect_interval(values, signs)[0], None, None
+    X = np.column_stack([np.ones(n), np.asarray(signs, dtype=float), np.asarray(covariate, dtype=float)])
+    y = np.asarray(values, dtype=float)
+    xtx = X.T @ X
+    if abs(np.linalg.det(xtx)) < 1e-12:
+        return effect_interval(values, signs)[0], None, None
+    inverse = np.linalg.inv(xtx)
+    beta = inverse @ X.T @ y
+    residuals = y - X @ beta
+    variance = float(residuals @ residuals) / (n - 3)
+    half = effects.t975(n - 3) * math.sqrt(variance * inverse[0, 0])
+    return math.exp(beta[0]), math.exp(beta[0] - half), math.exp(beta[0] + half)
+
+
+def compare_warmed(turns, arm_a, arm_b, pick):
+    """As compare(), with each turn's warm-up log ratio as a covariate (its slope fitted): the warm-up runs both
+    nodes on the defaults just before the trace, so it tells what one node does better than the other at that
+    moment, where compare() takes the node's part as the same in every turn. The warm-up precedes everything the
+    arms do, so it carries no effect of theirs; the fitted slope says how far the warm-up's node part carries
+    into the phase (far for read-heavy, not at all for a phase offered less than either node serves)."""
+    warm = _phase_pick("warm-up")
+    values, signs, covariate = [], [], []
+    for turn in turns:
+        a, b = pick(turn["records"][arm_a]), pick(turn["records"][arm_b])
+        wa, wb = warm(turn["records"][arm_a]), warm(turn["records"][arm_b])
+        if a and b and wa and wb:
+            values.append(math.log(a / b))
+            signs.append(1.0 if turn["placement"][arm_a] == NODES[0].name else -1.0)
+            covariate.append(math.log(wa / wb))
+    return covariate_interval(values, signs, covariate)
+
+
+def turn_ratios(turns, arm_a, arm_b, pick):
+    """Each turn's raw ratio of arm_a to arm_b (the node's part still in it)."""
+    out = []
+    for turn in turns:
+        a, b = pick(turn["records"][arm_a]), pick(turn["records"][arm_b])
+        out.append(a / b if a and b else None)
+    return out
+
+
 def trace_ops(records):
     return sum(r["ops"] for r in records if r["phase"] != "warm-up")
 
@@ -414,15 +462,35 @@ def render(doc):
             )
     lines += [
         "",
-        "| %s against %s | turns | ratio [95 %%], the node's part fitted out |" % (arm_a, arm_b),
-        "|---|---|---|",
-        "| total ops over the trace | %d | **%s** |"
-        % (len(turns), _fmt_interval(compare(turns, arm_a, arm_b, trace_ops))),
+        "| %s against %s | turns | ratio [95 %%], the node's part fitted out | the same, with each turn's warm-up "
+        "ratio as a covariate |" % (arm_a, arm_b),
+        "|---|---|---|---|",
+        "| total ops over the trace | %d | **%s** | %s |"
+        % (
+            len(turns),
+            _fmt_interval(compare(turns, arm_a, arm_b, trace_ops)),
+            _fmt_interval(compare_warmed(turns, arm_a, arm_b, trace_ops)),
+        ),
     ]
     for label in labels:
         pick = _phase_pick(label)
+        warmed = "-" if label == "warm-up" else _fmt_interval(compare_warmed(turns, arm_a, arm_b, pick))
         tag = "warm-up (the same defaults in both: the A/A floor)" if label == "warm-up" else label
-        lines.append("| %s | %d | %s |" % (tag, len(turns), _fmt_interval(compare(turns, arm_a, arm_b, pick))))
+        lines.append(
+            "| %s | %d | %s | %s |" % (tag, len(turns), _fmt_interval(compare(turns, arm_a, arm_b, pick)), warmed)
+        )
+    lines += [
+        "",
+        "Per turn, %s / %s over the trace (the node's part in it): %s; their warm-ups: %s."
+        % (
+            arm_a,
+            arm_b,
+            ", ".join("-" if r is None else "%.3f" % r for r in turn_ratios(turns, arm_a, arm_b, trace_ops)),
+            ", ".join(
+                "-" if r is None else "%.3f" % r for r in turn_ratios(turns, arm_a, arm_b, _phase_pick("warm-up"))
+            ),
+        ),
+    ]
     for turn in turns:
         for index, block in enumerate(turn.get("decisions") or []):
             run = (turn.get("autotune_runs") or [{}] * (index + 1))[index]
