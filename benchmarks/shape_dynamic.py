@@ -220,7 +220,21 @@ def phase_record(label, result, start, end, pid, pids):
         "node_cpu": round((end[pid] - start[pid]) / span, 3),
         "client_side_cpu": round(max(0.0, end["machine"] - start["machine"] - servers) / span, 3),
         "seconds": round(span, 1),
+        "halves": halves(result),
     }
+
+
+def halves(result):
+    """[ops in the first half, ops in the second] of a client's run, from its status lines (cumulative operations
+    per second of the run); None without two or more of them."""
+    points = ((result or {}).get("status_by_process") or [[]])[0]
+    moving = [(float(t), float(n)) for t, n in points if n > 0]
+    if len(moving) < 2:
+        return None
+    (t_start, n_start), (t_end, n_end) = moving[0], moving[-1]
+    middle = (t_start + t_end) / 2.0
+    at_middle = max(n for t, n in moving if t <= middle)
+    return [int(at_middle - n_start), int(n_end - at_middle)]
 
 
 def prewarm(args, log, round_s=120.0, steady=0.05):
@@ -403,6 +417,21 @@ def compare_warmed(turns, arm_a, arm_b, pick):
     return covariate_interval(values, signs, covariate)
 
 
+def warm_up_a_a(turns, arm_a, arm_b):
+    """The covariate fit's own A/A: the second half of each turn's warm-up against its first half as the covariate
+    (the same defaults in both arms throughout). None when the records carry no halves."""
+    values, signs, covariate = [], [], []
+    for turn in turns:
+        a = turn["records"][arm_a][0].get("halves") if turn["records"][arm_a] else None
+        b = turn["records"][arm_b][0].get("halves") if turn["records"][arm_b] else None
+        if not a or not b or not all(a) or not all(b):
+            return None
+        values.append(math.log(a[1] / b[1]))
+        signs.append(1.0 if turn["placement"][arm_a] == NODES[0].name else -1.0)
+        covariate.append(math.log(a[0] / b[0]))
+    return covariate_interval(values, signs, covariate)
+
+
 def turn_ratios(turns, arm_a, arm_b, pick):
     """Each turn's raw ratio of arm_a to arm_b (the node's part still in it)."""
     out = []
@@ -472,9 +501,13 @@ def render(doc):
             _fmt_interval(compare_warmed(turns, arm_a, arm_b, trace_ops)),
         ),
     ]
+    floor = warm_up_a_a(turns, arm_a, arm_b)
     for label in labels:
         pick = _phase_pick(label)
-        warmed = "-" if label == "warm-up" else _fmt_interval(compare_warmed(turns, arm_a, arm_b, pick))
+        if label == "warm-up":
+            warmed = "%s (its second half, the first as the covariate)" % _fmt_interval(floor) if floor else "-"
+        else:
+            warmed = _fmt_interval(compare_warmed(turns, arm_a, arm_b, pick))
         tag = "warm-up (the same defaults in both: the A/A floor)" if label == "warm-up" else label
         lines.append(
             "| %s | %d | %s | %s |" % (tag, len(turns), _fmt_interval(compare(turns, arm_a, arm_b, pick)), warmed)

@@ -85,6 +85,23 @@ def test_a_node_part_that_drifts_between_turns_is_taken_out_by_each_turns_warm_u
     assert bench.turn_ratios(turns, "autotune", "none", bench.trace_ops)[0] == pytest.approx(1.05 * 1.3, rel=0.02)
 
 
+def test_the_covariate_fit_has_its_own_a_a_in_the_warm_up_halves():
+    assert bench.halves({"status_by_process": [[[0.0, 0], [1.0, 100], [2.0, 200], [3.0, 300], [5.0, 500]]]}) == [
+        200,
+        200,
+    ]
+    assert bench.halves({"status_by_process": [[[0.0, 0]]]}) is None and bench.halves(None) is None
+    turns = _turns(1.05, 1.12, turns=6)
+    assert bench.warm_up_a_a(turns, "autotune", "none") is None
+    for index, turn in enumerate(turns):
+        for arm in ("autotune", "none"):
+            warm = turn["records"][arm][0]
+            wobble = 1.0 + (NOISE[index] if arm == "autotune" else -NOISE[index])
+            warm["halves"] = [warm["ops"] // 2, int(warm["ops"] // 2 * wobble)]
+    ratio, low, high = bench.warm_up_a_a(turns, "autotune", "none")
+    assert low < 1.0 < high and ratio == pytest.approx(1.0, abs=0.01)
+
+
 def test_too_few_turns_give_no_interval():
     ratio, low, high = bench.compare(_turns(1.0, 1.1, turns=2), "autotune", "none", bench.trace_ops)
     assert ratio == pytest.approx(1.0, abs=0.01)
