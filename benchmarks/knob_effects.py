@@ -46,7 +46,7 @@ from _shape import BENCH, CHUNK_TABLES, DATA_DIR, DRIVER, GROUP, KEYSPACE, nodet
 from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups, process
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import designs, speed_probe
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
-from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver, ycsb
+from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver
 
 # YCSB core workloads, and an upload (the HPC trace's: 95 % inserts).
 WORKLOADS = {
@@ -254,10 +254,7 @@ def disk_rates(start, end, span):
 
 
 def client_params(spec, table, seconds, threads, records, node=_shape.BENCH_NODE):
-    inserts = ycsb.workload(WORKLOADS[spec]["workload"], **WORKLOADS[spec]["props"]).insertproportion
-    props = dict(
-        WORKLOADS[spec]["props"], recordcount=records, operationcount=loadrun.timed_operationcount(records, inserts)
-    )
+    props = dict(WORKLOADS[spec]["props"], recordcount=records, operationcount=loadrun.UNBOUNDED_OPERATIONS)
     props["table"] = table
     return loadrun.with_defaults(
         store="cassandra",

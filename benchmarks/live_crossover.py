@@ -183,8 +183,7 @@ def main(argv=None):
         set_caching(params, args.keyspace, json.loads(args.caching))
     total = args.warmup_s + args.windows * args.window_s + 5
     run_params = dict(params, phases=["run"], reload=False)
-    count = loadrun.timed_operationcount(args.records, float(params["properties"]["insertproportion"]))
-    run_params["properties"] = dict(params["properties"], operationcount=str(count))
+    run_params["properties"] = dict(params["properties"], operationcount=str(loadrun.UNBOUNDED_OPERATIONS))
     run_params["max_seconds"] = int(total)
     outcome = {}
 

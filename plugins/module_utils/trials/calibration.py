@@ -76,9 +76,7 @@ def measure(
     cpus = cpus or os.cpu_count() or 1
     run = run or _run_load
     params = dict(load_params, target=int(target), max_seconds=int(warmup_s + window_s + 2), phases=["run"])
-    props = dict(load_params.get("properties") or {})
-    count = loadrun.timed_operationcount(props.get("recordcount", 0), props.get("insertproportion", 0.0))
-    params["properties"] = dict(props, operationcount=min(NEVER_ENDING, count))
+    params["properties"] = dict(load_params.get("properties") or {}, operationcount=NEVER_ENDING)
     outcome = {}
     worker = threading.Thread(target=lambda: outcome.update(run(params)), daemon=True)
     # The run's clock starts once the client is connected; a few seconds of margin keep it running to the end of

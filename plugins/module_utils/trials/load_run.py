@@ -200,7 +200,7 @@ def execute_schedule(params, the_plan, schedule, on_phase=None):
         spec = phase.workload(base)
         extra = {"maxexecutiontime": str(int(math.ceil(phase.duration_s)))}
         if not phase.rate:
-            extra["operationcount"] = str(timed_operationcount(spec.recordcount, spec.insertproportion))
+            extra["operationcount"] = str(UNBOUNDED_OPERATIONS)
         started = time.time()
         result = _run_phase(params, the_plan, spec, "run", scans, extra, target=int(phase.rate))
         result.update(
@@ -267,22 +267,10 @@ def _probed(run, cpus):
     return result
 
 
-UNBOUNDED_OPERATIONS = 2**31 - 1
+UNBOUNDED_OPERATIONS = loaddriver.JAVA_INT_MAX
 """operationcount of a run bounded only by time: YCSB reads the property as a Java int (CoreWorkload sizes the
-zipfian generator from it), so a larger number fails the client at start."""
-
-
-def timed_operationcount(recordcount, insertproportion):
-    """operationcount of a run bounded only by time. With inserts, YCSB's key chooser spans recordcount plus
-    2 * operationcount * insertproportion keys in a Java int: UNBOUNDED_OPERATIONS there overflows it, and the reads
-    and updates of the run go to keys that were never written (rows not found, updates that add rows). The largest
-    count whose key space still fits is returned instead; a run reaches it only after hundreds of millions of
-    inserts."""
-    share = float(insertproportion or 0.0)
-    if share <= 0.0:
-        return UNBOUNDED_OPERATIONS
-    room = UNBOUNDED_OPERATIONS - int(recordcount or 0) - 1
-    return max(1, min(UNBOUNDED_OPERATIONS, int(room / (2.0 * share))))
+zipfian generator from it), so a larger number fails the client at start; with inserts the driver lowers it to
+what YCSB's key space holds (loaddriver.key_space_bound)."""
 
 
 def _run_phase(params, the_plan, spec, phase, scans, extra=None, target=0):

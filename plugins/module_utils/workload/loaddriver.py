@@ -64,13 +64,29 @@ def base_properties(workload_properties, threads, target, status_interval=None):
     return props
 
 
+JAVA_INT_MAX = 2**31 - 1
+
+
+def key_space_bound(recordcount, insertproportion):
+    """The largest operationcount whose key space fits YCSB's Java int: with inserts, its key chooser spans
+    recordcount plus 2 * operationcount * insertproportion keys, and a larger count (a run bounded only by time)
+    overflows it, sending the run's reads and updates to keys never written (rows not found, updates that add
+    rows). Without inserts, JAVA_INT_MAX; a run reaches the bound only after hundreds of millions of inserts."""
+    share = float(insertproportion or 0.0)
+    if share <= 0.0:
+        return JAVA_INT_MAX
+    room = JAVA_INT_MAX - int(recordcount or 0) - 1
+    return max(1, min(JAVA_INT_MAX, int(room / (2.0 * share))))
+
+
 def split_for_processes(props, phase, processes):
     """One property set per client process: the load phase splits the key range (insertstart/insertcount),
-    the run phase splits the operation count and the target rate."""
+    the run phase splits the operation count (at most key_space_bound) and the target rate."""
     processes = max(1, int(processes))
     out = []
     records = int(props.get("recordcount", 1000))
     operations = int(props.get("operationcount", 1000))
+    operations = min(operations, key_space_bound(records, props.get("insertproportion", 0.0)))
     target = int(props.get("target", 0) or 0)
     threads = int(props.get("threadcount", 1))
     start = int(props.get("insertstart", 0))

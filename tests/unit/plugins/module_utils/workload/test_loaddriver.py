@@ -265,9 +265,16 @@ def test_stop_clients_ends_a_run_waiting_in_another_thread(monkeypatch, tmp_path
 
 
 def test_a_timed_run_with_inserts_keeps_the_key_space_of_ycsb_in_a_java_int():
-    assert loadrun.timed_operationcount(4_000_000, 0.0) == loadrun.UNBOUNDED_OPERATIONS
+    assert loaddriver.key_space_bound(4_000_000, 0.0) == loadrun.UNBOUNDED_OPERATIONS
     for share in (0.05, 0.5, 0.95, 1.0):
-        count = loadrun.timed_operationcount(4_000_000, share)
+        count = loaddriver.key_space_bound(4_000_000, share)
         assert 4_000_000 + int(count * share * 2.0) < 2**31 - 1
         assert count > 10**9 // 2
-    assert loadrun.timed_operationcount(2**31, 0.95) == 1
+    assert loaddriver.key_space_bound(2**31, 0.95) == 1
+    # The driver bounds a timed run's count where it splits it over the client processes.
+    props = {"recordcount": "4000000", "operationcount": str(loadrun.UNBOUNDED_OPERATIONS), "insertproportion": "0.95"}
+    parts = loaddriver.split_for_processes(props, "run", 2)
+    total = sum(int(p["operationcount"]) for p in parts)
+    assert total == loaddriver.key_space_bound(4_000_000, 0.95)
+    reads = dict(props, insertproportion="0")
+    assert sum(int(p["operationcount"]) for p in loaddriver.split_for_processes(reads, "run", 2)) == 2**31 - 1
