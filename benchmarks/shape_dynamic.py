@@ -345,26 +345,36 @@ def decision_of(folder, began, ended, min_gain):
 
 
 # ----------------------------------------------------------------------------------------------- statistics
+def ols_interval(values, columns):
+    """(ratio, low, high) of y = intercept + the columns' terms, fitted by least squares: exp of the intercept (the
+    effect where every column is 0) with its 95 % t interval from the residuals; None with no degree of freedom
+    left or columns that cannot be told apart."""
+    n, terms = len(values), 1 + len(columns)
+    if n <= terms:
+        return None
+    X = np.column_stack([np.ones(n)] + [np.asarray(c, dtype=float) for c in columns])
+    xtx = X.T @ X
+    if abs(np.linalg.det(xtx)) < 1e-12:
+        return None
+    inverse = np.linalg.inv(xtx)
+    beta = inverse @ X.T @ np.asarray(values, dtype=float)
+    residuals = np.asarray(values, dtype=float) - X @ beta
+    half = effects.t975(n - terms) * math.sqrt(float(residuals @ residuals) / (n - terms) * inverse[0, 0])
+    return math.exp(beta[0]), math.exp(beta[0] - half), math.exp(beta[0] + half)
+
+
 def effect_interval(values, signs):
-    """(ratio, low, high) of y = log ratio = effect + sign * node, fitted by least squares over the turns: the
-    effect's 95 % t interval from the residuals (low and high None with fewer than 3 turns or one orientation)."""
-    n = len(values)
-    if n == 0:
+    """(ratio, low, high) of y = log ratio = effect + sign * node over the turns (ols_interval; low and high None
+    with fewer than 3 turns or one orientation, the ratio then the mean's)."""
+    if not values:
         return None, None, None
-    mean_sign = statistics.fmean(signs)
-    centred = [s - mean_sign for s in signs]
-    sxx = sum(c * c for c in centred)
-    if sxx == 0 or n < 3:
-        return math.exp(statistics.fmean(values)), None, None
-    node = sum(c * y for c, y in zip(centred, values, strict=True)) / sxx
-    # The effect at a balanced design: the mean of y with the node's part taken out.
-    effect = statistics.fmean(values) - node * mean_sign
-    residuals = [y - effect - node * s for y, s in zip(values, signs, strict=True)]
-    variance = sum(r * r for r in residuals) / (n - 2)
-    # Var of the intercept at sign 0 of an OLS line: s^2 (1/n + mean^2 / sxx).
-    se = math.sqrt(variance * (1.0 / n + mean_sign**2 / sxx))
-    half = effects.t975(n - 2) * se
-    return math.exp(effect), math.exp(effect - half), math.exp(effect + half)
+    return ols_interval(values, [signs]) or (math.exp(statistics.fmean(values)), None, None)
+
+
+def covariate_interval(values, signs, covariate):
+    """(ratio, low, high) of y = effect + node * sign + slope * covariate (ols_interval; n - 3 degrees of freedom,
+    low and high None with fewer than 4 turns or a design that cannot tell the three apart)."""
+    return ols_interval(values, [signs, covariate]) or (effect_interval(values, signs)[0], None, None)
 
 
 def compare(turns, arm_a, arm_b, pick):
@@ -377,26 +387,6 @@ def compare(turns, arm_a, arm_b, pick):
             values.append(math.log(a / b))
             signs.append(1.0 if turn["placement"][arm_a] == NODES[0].name else -1.0)
     return effect_interval(values, signs)
-
-
-def covariate_interval(values, signs, covariate):
-    """(ratio, low, high) of y = effect + node * sign + slope * covariate, fitted by least squares: the effect (at
-    sign 0 and covariate 0) with its 95 % t interval from the residuals (n - 3 degrees of freedom; low and high
-    None with fewer than 4 turns or a design that cannot tell the three apart)."""
-    n = len(values)
-    if n < 4:
-        return effect_interval(values, signs)[0], None, None
-    X = np.column_stack([np.ones(n), np.asarray(signs, dtype=float), np.asarray(covariate, dtype=float)])
-    y = np.asarray(values, dtype=float)
-    xtx = X.T @ X
-    if abs(np.linalg.det(xtx)) < 1e-12:
-        return effect_interval(values, signs)[0], None, None
-    inverse = np.linalg.inv(xtx)
-    beta = inverse @ X.T @ y
-    residuals = y - X @ beta
-    variance = float(residuals @ residuals) / (n - 3)
-    half = effects.t975(n - 3) * math.sqrt(variance * inverse[0, 0])
-    return math.exp(beta[0]), math.exp(beta[0] - half), math.exp(beta[0] + half)
 
 
 def compare_warmed(turns, arm_a, arm_b, pick):
