@@ -39,6 +39,13 @@ options:
     description: Verify the nodes' certificates.
     type: bool
     default: true
+  ssl_check_hostname:
+    description:
+      - With O(ssl_validate), also check that each node's certificate names the address the driver connects to (an
+        IP address needs an IP entry in the certificate's subject alternative names). Turn off only for
+        certificates issued without the nodes' names.
+    type: bool
+    default: true
   connect_timeout:
     description: Seconds to wait for a connection and, at least, for each request.
     type: float

@@ -50,6 +50,11 @@ options:
     description: Accept servers' certificates that do not verify. Lab use only.
     type: bool
     default: false
+  tls_allow_invalid_hostnames:
+    description:
+      - Accept a valid certificate that does not name the server (as given in O(login_host)). Lab use only.
+    type: bool
+    default: false
   connect_timeout:
     description: Seconds to wait for a connection and for server selection.
     type: float

@@ -38,6 +38,13 @@ options:
     description: Verify the servers' certificates.
     type: bool
     default: true
+  check_hostname:
+    description:
+      - With O(validate_certs), also check that the server's certificate names the node as it is addressed (an IP
+        address needs an IP entry in the certificate's subject alternative names). Turn off only for certificates
+        issued without the nodes' names.
+    type: bool
+    default: true
   connect_timeout:
     description: Seconds to wait for a connection.
     type: float

@@ -36,6 +36,10 @@ def any_store_argument_spec():
         login_password=dict(type="str", no_log=True),
         tls=dict(type="bool", default=False),
         ca_file=dict(type="path"),
+        client_cert_file=dict(type="path"),
+        client_key_file=dict(type="path", no_log=False),
+        validate_certs=dict(type="bool", default=True),
+        check_hostname=dict(type="bool", default=True),
         auth_source=dict(type="str", default="admin"),
     )
 

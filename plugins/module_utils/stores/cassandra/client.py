@@ -44,6 +44,7 @@ def cassandra_argument_spec():
         ssl_cert_file=dict(type="path"),
         ssl_key_file=dict(type="path", no_log=False),
         ssl_validate=dict(type="bool", default=True),
+        ssl_check_hostname=dict(type="bool", default=True),
         connect_timeout=dict(type="float", default=10.0),
     )
 
@@ -56,6 +57,10 @@ def params_from_any(params, port=None):
         login_password=params.get("login_password"),
         ssl=params.get("tls"),
         ssl_ca_file=params.get("ca_file"),
+        ssl_cert_file=params.get("client_cert_file"),
+        ssl_key_file=params.get("client_key_file"),
+        ssl_validate=params.get("validate_certs", True),
+        ssl_check_hostname=params.get("check_hostname", True),
         connect_timeout=params.get("connect_timeout") or 10.0,
     )
 
@@ -69,18 +74,21 @@ def missing_libraries():
 
 
 def ssl_context(params):
-    """An SSLContext for client TLS from the ssl_* options, or None when ssl is off."""
+    """An SSLContext for client TLS from the ssl_* options, or None when ssl is off. A validated certificate must
+    also name the node: the driver then checks it against the address it connects to (an IP address needs an IP
+    entry in the certificate's subject alternative names), unless ssl_check_hostname is off."""
     if not params.get("ssl"):
         return None
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
     if params.get("ssl_validate", True):
         context.verify_mode = ssl.CERT_REQUIRED
+        context.check_hostname = bool(params.get("ssl_check_hostname", True))
         if params.get("ssl_ca_file"):
             context.load_verify_locations(cafile=params["ssl_ca_file"])
         else:
             context.load_default_certs()
     else:
+        context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     if params.get("ssl_cert_file"):
         context.load_cert_chain(params["ssl_cert_file"], params.get("ssl_key_file"))

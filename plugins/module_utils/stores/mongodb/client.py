@@ -49,13 +49,21 @@ def mongodb_argument_spec():
         tls_ca_file=dict(type="path"),
         tls_certificate_key_file=dict(type="path", no_log=False),
         tls_allow_invalid_certificates=dict(type="bool", default=False),
+        tls_allow_invalid_hostnames=dict(type="bool", default=False),
         connect_timeout=dict(type="float", default=5.0),
     )
 
 
 def params_from_any(params, address):
     """This adapter's connection options for the server at 'host:port' from the collection's store-neutral ones
-    (doc fragment any_store)."""
+    (doc fragment any_store). MongoDB takes the client certificate and its key in one PEM file (client_cert_file);
+    a key file of its own is refused by name."""
+    key_file = params.get("client_key_file")
+    if key_file and key_file != params.get("client_cert_file"):
+        raise MongoAdminError(
+            "client_key_file: MongoDB reads the client certificate and its private key from one PEM file; give that "
+            "file as client_cert_file and leave client_key_file unset"
+        )
     host, _sep, port = address.partition(":")
     return dict(
         login_host=host,
@@ -65,6 +73,9 @@ def params_from_any(params, address):
         login_database=params.get("auth_source") or "admin",
         tls=params.get("tls"),
         tls_ca_file=params.get("ca_file"),
+        tls_certificate_key_file=params.get("client_cert_file"),
+        tls_allow_invalid_certificates=not params.get("validate_certs", True),
+        tls_allow_invalid_hostnames=not params.get("check_hostname", True),
         direct_connection=True,
         connect_timeout=params.get("connect_timeout") or 5.0,
     )
@@ -103,6 +114,8 @@ def client_kwargs(params):
             kwargs["tlsCertificateKeyFile"] = params["tls_certificate_key_file"]
         if params.get("tls_allow_invalid_certificates"):
             kwargs["tlsAllowInvalidCertificates"] = True
+        elif params.get("tls_allow_invalid_hostnames"):
+            kwargs["tlsAllowInvalidHostnames"] = True
     return kwargs
 
 

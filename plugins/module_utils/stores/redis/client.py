@@ -53,6 +53,7 @@ def redis_argument_spec():
         client_cert_file=dict(type="path"),
         client_key_file=dict(type="path", no_log=False),
         validate_certs=dict(type="bool", default=True),
+        check_hostname=dict(type="bool", default=True),
         connect_timeout=dict(type="float", default=5.0),
     )
 
@@ -64,6 +65,10 @@ def params_from_any(params):
         login_password=params.get("login_password"),
         tls=params.get("tls"),
         ca_certs=params.get("ca_file"),
+        client_cert_file=params.get("client_cert_file"),
+        client_key_file=params.get("client_key_file"),
+        validate_certs=params.get("validate_certs", True),
+        check_hostname=params.get("check_hostname", True),
         connect_timeout=params.get("connect_timeout") or 5.0,
     )
 
@@ -86,7 +91,9 @@ def split_node(text, default_port=6379):
 
 
 def client(params, host=None, port=None, retries=True):
-    """A plain redis.Redis for one node with the module's auth and TLS options."""
+    """A plain redis.Redis for one node with the module's auth and TLS options. A validated certificate must also
+    name the node (host as given: an IP address needs an IP entry in its subject alternative names), unless
+    check_hostname is off."""
     kwargs = dict(
         host=host or params.get("login_host") or "127.0.0.1",
         port=int(port or params.get("login_port") or 6379),
@@ -106,7 +113,7 @@ def client(params, host=None, port=None, retries=True):
             ssl_certfile=params.get("client_cert_file"),
             ssl_keyfile=params.get("client_key_file"),
             ssl_cert_reqs="required" if params.get("validate_certs", True) else "none",
-            ssl_check_hostname=False,
+            ssl_check_hostname=bool(params.get("validate_certs", True) and params.get("check_hostname", True)),
         )
     return redis_lib.Redis(**kwargs)
 

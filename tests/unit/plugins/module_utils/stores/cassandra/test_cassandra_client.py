@@ -98,3 +98,19 @@ def test_ssl_context_from_options(tmp_path):
     assert context.verify_mode == ssl.CERT_NONE
     context = cql.ssl_context(dict(ssl=True, ssl_validate=True))
     assert context.verify_mode == ssl.CERT_REQUIRED
+
+
+def test_ssl_context_checks_the_hostname_of_a_validated_certificate():
+    assert cql.ssl_context(dict(ssl=True)).check_hostname is True
+    assert cql.ssl_context(dict(ssl=True, ssl_validate=True, ssl_check_hostname=True)).check_hostname is True
+    assert cql.ssl_context(dict(ssl=True, ssl_check_hostname=False)).check_hostname is False
+    assert cql.ssl_context(dict(ssl=True, ssl_validate=False)).check_hostname is False
+
+
+def test_store_neutral_tls_options_reach_the_driver_options():
+    params = cql.params_from_any(
+        dict(tls=True, ca_file="/ca.pem", client_cert_file="/c.pem", client_key_file="/k.pem", check_hostname=False)
+    )
+    assert params["ssl"] is True and params["ssl_ca_file"] == "/ca.pem"
+    assert params["ssl_cert_file"] == "/c.pem" and params["ssl_key_file"] == "/k.pem"
+    assert params["ssl_validate"] is True and params["ssl_check_hostname"] is False

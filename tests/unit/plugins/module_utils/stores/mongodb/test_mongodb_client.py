@@ -180,6 +180,23 @@ def test_tls_without_files_is_accepted_by_pymongo():
     MongoClient(connect=False, **kwargs).close()
 
 
+def test_hostname_check_stays_on_unless_turned_off():
+    assert "tlsAllowInvalidHostnames" not in mongodb.client_kwargs(params(tls=True))
+    kwargs = mongodb.client_kwargs(params(tls=True, tls_allow_invalid_hostnames=True))
+    assert kwargs["tlsAllowInvalidHostnames"] is True
+    MongoClient(connect=False, **kwargs).close()
+
+
+def test_store_neutral_tls_options_reach_pymongo():
+    conn = mongodb.params_from_any(
+        dict(tls=True, ca_file="/ca.pem", client_cert_file="/client.pem", check_hostname=False), "h:27018"
+    )
+    assert conn["tls_ca_file"] == "/ca.pem" and conn["tls_certificate_key_file"] == "/client.pem"
+    assert conn["tls_allow_invalid_hostnames"] is True and conn["tls_allow_invalid_certificates"] is False
+    with pytest.raises(mongodb.MongoAdminError, match="^client_key_file: MongoDB reads"):
+        mongodb.params_from_any(dict(tls=True, client_cert_file="/c.pem", client_key_file="/k.pem"), "h:27018")
+
+
 def test_tls_file_options_are_ignored_without_tls():
     kwargs = mongodb.client_kwargs(params(tls=False, tls_ca_file="/x/ca.pem", tls_allow_invalid_certificates=True))
     assert not {"tls", "tlsCAFile", "tlsAllowInvalidCertificates"} & set(kwargs)

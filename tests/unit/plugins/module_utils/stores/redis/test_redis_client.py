@@ -80,6 +80,25 @@ def test_client_carries_auth_and_tls_options():
     assert kwargs["username"] == "u" and kwargs["password"] == "p"
     assert kwargs["host"] == "h" and kwargs["port"] == 6390
     assert kwargs["ssl_ca_certs"] == "/ca.pem" and kwargs["ssl_cert_reqs"] == "required"
+    assert kwargs["ssl_check_hostname"] is True
+
+
+def test_client_checks_the_hostname_only_of_a_validated_certificate():
+    def kwargs(**options):
+        return r.client(dict(tls=True, **options), "h", 6390).connection_pool.connection_kwargs
+
+    assert kwargs(check_hostname=False)["ssl_check_hostname"] is False
+    assert kwargs(validate_certs=False)["ssl_check_hostname"] is False
+    assert kwargs(client_cert_file="/c.pem", client_key_file="/k.pem")["ssl_certfile"] == "/c.pem"
+
+
+def test_store_neutral_tls_options_reach_the_client_options():
+    params = r.params_from_any(
+        dict(tls=True, ca_file="/ca.pem", client_cert_file="/c.pem", client_key_file="/k.pem", validate_certs=False)
+    )
+    assert params["ca_certs"] == "/ca.pem" and params["validate_certs"] is False
+    assert params["client_cert_file"] == "/c.pem" and params["client_key_file"] == "/k.pem"
+    assert params["check_hostname"] is True
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,0 +1,194 @@
+"""Client TLS against a real server: a Redis started by this fixture as an operator runs one with TLS (its own
+configuration file, a CA made here, client certificates required, a password), not by the lab roles.
+
+What it shows: the collection's Redis connections verify the server's certificate and that it names the node as
+addressed, present a client certificate, and say plainly when one of these fails.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from ansible_collections.tactician.nosql.plugins.module_utils.stores import probes
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
+
+pytestmark = pytest.mark.integration
+
+cryptography = pytest.importorskip("cryptography")
+from cryptography import x509  # noqa: E402
+from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
+
+PASSWORD = "tls-fixture-password"  # a throwaway server of this test only
+
+
+def _key():
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _write_key(path, key):
+    with open(path, "wb") as handle:
+        handle.write(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+    os.chmod(path, 0o600)
+
+
+def _write_cert(path, cert):
+    with open(path, "wb") as handle:
+        handle.write(cert.public_bytes(serialization.Encoding.PEM))
+
+
+def _cert(subject, key, issuer, issuer_key, ca=False, names=(), usage=None):
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(list(names)), critical=False)
+    if usage:
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def make_pki(folder):
+    """A CA, a server certificate naming 127.0.0.1 and localhost (not 127.0.0.2), a client certificate."""
+    ca_key = _key()
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tactician test CA")])
+    ca = _cert("tactician test CA", ca_key, ca_name, ca_key, ca=True)
+    files = {"ca": os.path.join(folder, "ca.pem")}
+    _write_cert(files["ca"], ca)
+    for role, names, usage in (
+        (
+            "server",
+            [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")],
+            ExtendedKeyUsageOID.SERVER_AUTH,
+        ),
+        ("client", [], ExtendedKeyUsageOID.CLIENT_AUTH),
+    ):
+        key = _key()
+        files[role + "_key"] = os.path.join(folder, role + "-key.pem")
+        files[role + "_cert"] = os.path.join(folder, role + ".pem")
+        _write_key(files[role + "_key"], key)
+        _write_cert(files[role + "_cert"], _cert("tactician " + role, key, ca_name, ca_key, names=names, usage=usage))
+    return files
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def tls_redis(tmp_path_factory):
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (make bootstrap installs it)")
+    folder = str(tmp_path_factory.mktemp("tls-redis"))
+    files = make_pki(folder)
+    port = _free_port()
+    conf = os.path.join(folder, "redis.conf")
+    with open(conf, "w", encoding="utf-8") as handle:
+        handle.write(
+            "\n".join(
+                [
+                    "bind 127.0.0.1 127.0.0.2",
+                    "port 0",
+                    "tls-port %d" % port,
+                    "tls-cert-file %s" % files["server_cert"],
+                    "tls-key-file %s" % files["server_key"],
+                    "tls-ca-cert-file %s" % files["ca"],
+                    "tls-auth-clients yes",
+                    "requirepass %s" % PASSWORD,
+                    "dir %s" % folder,
+                    "save ''",
+                    "appendonly no",
+                    "logfile %s" % os.path.join(folder, "redis.log"),
+                    "",
+                ]
+            )
+        )
+    os.chmod(conf, 0o600)
+    server = subprocess.Popen(["redis-server", conf])  # the password stays in the file, off the command line
+    try:
+        base = dict(
+            login_password=PASSWORD,
+            tls=True,
+            ca_file=files["ca"],
+            client_cert_file=files["client_cert"],
+            client_key_file=files["client_key"],
+        )
+        for _ in range(100):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        yield dict(port=port, files=files, params=base)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _ping(params, host, port):
+    conn = redis_adapter.client(redis_adapter.params_from_any(params), host, port, retries=False)
+    try:
+        return conn.ping()
+    finally:
+        conn.close()
+
+
+def test_verified_hostname_and_client_certificate_connect(tls_redis):
+    assert _ping(tls_redis["params"], "127.0.0.1", tls_redis["port"]) is True
+
+
+def test_a_certificate_that_does_not_name_the_node_is_refused(tls_redis):
+    with pytest.raises(redis_adapter.RedisConnectionError, match="(?i)hostname|IP address mismatch|doesn't match"):
+        _ping(tls_redis["params"], "127.0.0.2", tls_redis["port"])
+    # Turned off by name, the same certificate is accepted (its signature is still verified).
+    assert _ping(dict(tls_redis["params"], check_hostname=False), "127.0.0.2", tls_redis["port"]) is True
+
+
+def test_without_a_client_certificate_the_server_refuses(tls_redis):
+    params = {k: v for k, v in tls_redis["params"].items() if not k.startswith("client_")}
+    with pytest.raises(redis_adapter.RedisError):
+        _ping(params, "127.0.0.1", tls_redis["port"])
+
+
+def test_a_server_signed_by_another_ca_is_refused(tls_redis, tmp_path):
+    other = make_pki(str(tmp_path))
+    with pytest.raises(redis_adapter.RedisConnectionError, match="(?i)certificate verify failed"):
+        _ping(dict(tls_redis["params"], ca_file=other["ca"]), "127.0.0.1", tls_redis["port"])
+
+
+def test_observe_reads_the_node_over_tls(tls_redis):
+    params = dict(tls_redis["params"], store="redis", nodes=[{"address": "127.0.0.1:%d" % tls_redis["port"]}])
+    with probes.Probes(params) as found:
+        snap = found[0].snapshot()
+    assert "counters" in snap and found[0].counted
+    wrong = dict(params, nodes=[{"address": "127.0.0.2:%d" % tls_redis["port"]}])
+    with pytest.raises(probes.ObserveError, match="^127.0.0.2:%d: cannot be observed" % tls_redis["port"]):
+        with probes.Probes(wrong):
+            pass
