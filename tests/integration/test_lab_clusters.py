@@ -9,6 +9,8 @@ import os
 import pytest
 from ansible_run import ROOT, run_playbook
 
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import lock_stores
+from ansible_collections.tactician.nosql.plugins.module_utils.apply.lock import LockError, RollingLock
 from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups, process
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 
@@ -172,6 +174,64 @@ def test_redis_cluster_serves_reads_and_writes(clusters):
         client.close()
     with pytest.raises(redis.exceptions.AuthenticationError):
         redis.Redis(host="127.0.0.1", port=6391, username="tactician", password="wrong").ping()
+
+
+def _two_controllers(records_for):
+    """Two controllers' views of one lock kept in a store: their own owners and hosts, their processes alive."""
+    return [
+        RollingLock("it-shop", owner=owner, host=host, pid=os.getpid(), ttl=600, records=records_for())
+        for owner, host in (("alice", "ctl-a"), ("bob", "ctl-b"))
+    ]
+
+
+def test_rolling_lock_in_cassandra_refuses_a_second_controller(clusters):
+    cluster, session = cql.connect(dict(CASSANDRA_LOGIN))
+    try:
+        session.execute("DROP KEYSPACE IF EXISTS it_locks")
+        first, second = _two_controllers(
+            lambda: lock_stores.CassandraRecords("it-shop", session, "it_locks", contact="127.0.0.11")
+        )
+        assert second.status() is None  # no keyspace yet: nobody holds a lock
+        assert first.acquire(run_id="roll-a")["changed"]
+        stored = cql.keyspace_replication(session, "it_locks")["replication"]
+        assert stored["class"].endswith("NetworkTopologyStrategy") and set(stored.values()) >= {"1"}
+        ttl = session.execute("SELECT TTL(record) AS t FROM it_locks.rolling_locks WHERE name = 'it-shop'").one().t
+        assert 0 < ttl <= 600
+        with pytest.raises(LockError, match="^name: the rolling lock of cluster it-shop is held by alice"):
+            second.acquire(run_id="roll-b")
+        first.mark_stopped(run_id="roll-a", stopped={"reason": "node down", "node": "n1"})
+        ttl = session.execute("SELECT TTL(record) AS t FROM it_locks.rolling_locks WHERE name = 'it-shop'").one().t
+        assert ttl is None  # a stopped roll's lock holds until released
+        with pytest.raises(LockError, match="stopped at n1"):
+            second.acquire(run_id="roll-b")
+        assert second.release(force=True)["released"]["owner"] == "alice"
+        assert second.acquire(run_id="roll-b")["changed"] and first.status()["owner"] == "bob"
+        second.release(run_id="roll-b")
+        assert first.status() is None
+    finally:
+        session.execute("DROP KEYSPACE IF EXISTS it_locks")
+        cluster.shutdown()
+
+
+def test_rolling_lock_in_the_redis_cluster_follows_its_slot(clusters):
+    params = dict(login_user="tactician", login_password=_redis_password())
+    # Asked through every node in turn: each finds the key on its slot's master (MOVED).
+    locks = [
+        RollingLock(
+            "it-cache",
+            owner="ctl-%d" % index,
+            host="ctl-%d" % index,
+            pid=os.getpid(),
+            records=lock_stores.RedisRecords("it-cache", params, node),
+        )
+        for index, node in enumerate(REDIS_NODES)
+    ]
+    assert locks[0].acquire(run_id="roll-0")["changed"]
+    for other in locks[1:]:
+        with pytest.raises(LockError, match="is held by ctl-0"):
+            other.acquire(run_id="roll-x")
+    locks[0].release(run_id="roll-0")
+    assert all(lock.status() is None for lock in locks)
 
 
 def test_cassandra_setting_change_restarts_the_node_and_is_live(clusters):

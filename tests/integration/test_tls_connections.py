@@ -13,9 +13,11 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
+from ansible_run import ROOT, run_playbook
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores import probes
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
@@ -29,6 +31,8 @@ from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
 
 PASSWORD = "tls-fixture-password"  # a throwaway server of this test only
+PLAYBOOKS = os.path.join(ROOT, "tests", "integration", "playbooks")
+INVENTORY = os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml")
 
 
 def _key():
@@ -192,3 +196,87 @@ def test_observe_reads_the_node_over_tls(tls_redis):
     with pytest.raises(probes.ObserveError, match="^127.0.0.2:%d: cannot be observed" % tls_redis["port"]):
         with probes.Probes(wrong):
             pass
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The rolling lock kept in the store, over the same TLS connection
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _lock_store(tls_redis):
+    files = tls_redis["files"]
+    return dict(
+        type="redis",
+        address="127.0.0.1:%d" % tls_redis["port"],
+        login_password=PASSWORD,
+        tls=True,
+        ca_file=files["ca"],
+        client_cert_file=files["client_cert"],
+        client_key_file=files["client_key"],
+    )
+
+
+def _lock_value(tls_redis, name):
+    conn = redis_adapter.client(redis_adapter.params_from_any(tls_redis["params"]), "127.0.0.1", tls_redis["port"])
+    try:
+        return conn.get("tactician:lock:" + name), conn.ttl("tactician:lock:" + name)
+    finally:
+        conn.close()
+
+
+def test_two_controllers_at_once_the_second_is_refused_by_the_lock_in_redis(tls_redis, tmp_path):
+    """Two ansible-playbook runs, each its own controller process: the first holds the lock while the second
+    tries; the second fails naming the holder and changes nothing; the first gives the lock back."""
+    release = str(tmp_path / "release")
+    store = _lock_store(tls_redis)
+    taken = threading.Event()
+    first = {}
+
+    def on_event(event):
+        if event.get("event") == "runner_on_ok" and (event.get("event_data") or {}).get("task") == "Take the lock":
+            taken.set()
+
+    def run_first():
+        first["result"] = run_playbook(
+            os.path.join(PLAYBOOKS, "store_lock.yml"),
+            INVENTORY,
+            dict(lock_name="shop", run_id="roll-a", lock_store=store, hold_until=release),
+            on_event=on_event,
+        )
+
+    thread = threading.Thread(target=run_first)
+    thread.start()
+    try:
+        assert taken.wait(120), "the first controller never took the lock"
+        value, ttl = _lock_value(tls_redis, "shop")
+        assert '"run_id": "roll-a"' in value and 0 < ttl <= 7200
+        second = run_playbook(
+            os.path.join(PLAYBOOKS, "store_lock.yml"),
+            INVENTORY,
+            dict(lock_name="shop", run_id="roll-b", lock_store=store),
+        )
+        assert second.returncode != 0
+        refused = second.task("Take the lock")
+        assert refused["failed"] and "the rolling lock of cluster shop is held by" in refused["msg"], refused
+        assert "the key tactician:lock:shop on 127.0.0.1:%d" % tls_redis["port"] in refused["msg"]
+        assert PASSWORD not in second.stderr and PASSWORD not in str(refused)
+        assert '"run_id": "roll-a"' in _lock_value(tls_redis, "shop")[0]
+    finally:
+        open(release, "w").close()
+        thread.join(180)
+    assert first["result"].returncode == 0, first["result"].stderr
+    assert PASSWORD not in first["result"].stderr
+    assert _lock_value(tls_redis, "shop")[0] is None
+
+
+def test_check_mode_takes_no_lock_in_the_store(tls_redis):
+    result = run_playbook(
+        os.path.join(PLAYBOOKS, "store_lock.yml"),
+        INVENTORY,
+        dict(lock_name="shop-check", run_id="roll-c", lock_store=_lock_store(tls_redis)),
+        check=True,
+        diff=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.task("Take the lock")["changed"] is True
+    assert _lock_value(tls_redis, "shop-check")[0] is None

@@ -9,6 +9,10 @@ time is up, or whose process is gone on this host, is stale and the next acquire
 replaced). A roll that stops for the cluster's sake marks its lock stopped (``mark_stopped``): the record then
 keeps every node's state and how to continue, and holds whatever happens to the process that took it, until it is
 released with force. Bad input, or a lock held by someone else, raises LockError naming the field.
+
+Where the record lives is a ``FileRecords`` (the default) or any object with the same five methods: apply.lock_stores
+keeps it in the cluster itself (a Redis key, a Cassandra row), so that every controller sees it. A store's records
+are written compare-and-set (replace and remove name the record they expect), so no flock is needed there.
 """
 
 from __future__ import annotations
@@ -119,18 +123,88 @@ def controller_pid(start=None):
     return found
 
 
-class RollingLock:
-    """One cluster's rolling lock: the file <lock_dir>/<name>.lock holding a JSON record of its holder."""
+def check_name(name):
+    if not isinstance(name, str) or not LOCK_NAME.match(name):
+        raise LockError(
+            "name: %r is not a cluster name; allowed: letters, digits, '-', '_' and '.', starting with a letter"
+            " or digit, at most 128 characters" % (name,)
+        )
+    return name
 
-    def __init__(self, name, lock_dir=None, owner=None, ttl=DEFAULT_TTL, pid=_OWN_PID, host=None):
-        if not isinstance(name, str) or not LOCK_NAME.match(name):
-            raise LockError(
-                "name: %r is not a cluster name; allowed: letters, digits, '-', '_' and '.', starting with a letter"
-                " or digit, at most 128 characters" % (name,)
-            )
-        self.name = name
+
+def empty_record(name):
+    """What an unreadable record stands for (its writer died half way): stale by RollingLock.is_stale."""
+    return dict(name=name, owner=None, host=None, pid=None, acquired=None, expires=None, run_id=None)
+
+
+def decode_record(name, text):
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    return record if isinstance(record, dict) else empty_record(name)
+
+
+def encode_record(record):
+    return json.dumps(record, indent=2, sort_keys=True) + "\n"
+
+
+class FileRecords:
+    """The lock record in the file <lock_dir>/<name>.lock on the host the module runs on."""
+
+    def __init__(self, name, lock_dir=None):
         self.lock_dir = os.path.abspath(os.path.expanduser(lock_dir)) if lock_dir else default_lock_dir()
         self.path = os.path.join(self.lock_dir, name + ".lock")
+        self.name = name
+        self.where = self.delete_hint = self.path
+
+    def guard(self, exclusive=True):
+        return _DirGuard(self.lock_dir, exclusive, False)
+
+    def read(self):
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                text = handle.read()
+        except FileNotFoundError:
+            return None
+        return decode_record(self.name, text)
+
+    def create(self, record, ttl=None):
+        try:
+            os.makedirs(self.lock_dir, mode=0o700, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise LockError(
+                "name: the rolling lock %s was taken by another run at the same moment; try again" % self.path
+            ) from None
+        except OSError as exc:
+            raise LockError("lock_dir: cannot write %s: %s" % (self.path, exc.strerror or exc)) from None
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(encode_record(record))
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def replace(self, old, record, ttl=None):
+        """record in place of old (under the guard, old is what is there)."""
+        _replace(self.path, record)
+
+    def take_over(self, old, record, ttl=None):
+        _remove(self.path)
+        self.create(record, ttl)
+
+    def remove(self, old):
+        _remove(self.path)
+
+
+class RollingLock:
+    """One cluster's rolling lock: a JSON record of its holder, by default in the file <lock_dir>/<name>.lock
+    (records: where else it is kept, see FileRecords)."""
+
+    def __init__(self, name, lock_dir=None, owner=None, ttl=DEFAULT_TTL, pid=_OWN_PID, host=None, records=None):
+        self.name = check_name(name)
+        self.records = records if records is not None else FileRecords(name, lock_dir)
+        self.lock_dir = getattr(self.records, "lock_dir", None)
+        self.path = self.records.where
         self.ttl = checks.whole("ttl", ttl, LockError)
         self.host = host or socket.gethostname()
         self.pid = os.getpid() if pid is _OWN_PID else (None if pid is None else checks.whole("pid", pid, LockError))
@@ -143,19 +217,7 @@ class RollingLock:
     # -- reading -------------------------------------------------------------------------------------------------
 
     def _read(self):
-        try:
-            with open(self.path, encoding="utf-8") as handle:
-                text = handle.read()
-        except FileNotFoundError:
-            return None
-        try:
-            record = json.loads(text)
-        except ValueError:
-            record = None
-        if not isinstance(record, dict):
-            # A lock file that is not a record (its writer died half way): stale by is_stale.
-            return dict(name=self.name, owner=None, host=None, pid=None, acquired=None, expires=None, run_id=None)
-        return record
+        return self.records.read()
 
     def status(self):
         """The holder's record {name, owner, host, pid, acquired, expires, run_id}, or None when nobody holds it."""
@@ -171,7 +233,7 @@ class RollingLock:
             return None  # a stopped roll's lock holds until a person releases it (force)
         expires = _parse_stamp(record.get("expires"))
         if expires is None:
-            return "the lock file holds no valid record"
+            return "the lock holds no valid record"
         if expires <= _now():
             return "it expired at %s" % record.get("expires")
         pid = record.get("pid")
@@ -184,8 +246,8 @@ class RollingLock:
 
     # -- helpers -------------------------------------------------------------------------------------------------
 
-    def _guard(self, exclusive=True, create=False):
-        return _DirGuard(self.lock_dir, exclusive, create)
+    def _guard(self, exclusive=True):
+        return self.records.guard(exclusive)
 
     def _describe(self, record):
         return "%s (run %s, host %s, pid %s) since %s, until %s" % (
@@ -208,22 +270,6 @@ class RollingLock:
             expires=_stamp(now + datetime.timedelta(seconds=self.ttl)),
             run_id=run_id,
         )
-
-    def _create(self, record):
-        try:
-            os.makedirs(self.lock_dir, mode=0o700, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            raise LockError(
-                "name: the rolling lock %s was taken by another run at the same moment; try again" % self.path
-            ) from None
-        except OSError as exc:
-            raise LockError("lock_dir: cannot write %s: %s" % (self.path, exc.strerror or exc)) from None
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
 
     def _result(self, changed, lock, stale=None, reason=None, released=None):
         return dict(
@@ -264,14 +310,15 @@ class RollingLock:
                     raise LockError(
                         "name: the rolling lock of cluster %s is held by %s; wait for that roll to end. If it is gone,"
                         " clear the lock with tactician.nosql.rolling_lock name=%s state=released force=true, or"
-                        " delete %s" % (self.name, self._describe(current), self.name, self.path)
+                        " delete %s" % (self.name, self._describe(current), self.name, self.records.delete_hint)
                     )
                 stale = current
             record = self._new_record(run_id)
             if not check_mode:
                 if stale is not None:
-                    _remove(self.path)
-                self._create(record)
+                    self.records.take_over(stale, record, self.ttl)
+                else:
+                    self.records.create(record, self.ttl)
             return self._result(True, record, stale, reason)
 
     def release(self, run_id=None, force=False, check_mode=False):
@@ -291,7 +338,7 @@ class RollingLock:
                     % (self.name, self._describe(current), note, self.owner, run_id)
                 )
             if not check_mode:
-                _remove(self.path)
+                self.records.remove(current)
             return self._result(True, None, released=current)
 
     def mark_stopped(self, run_id=None, stopped=None, check_mode=False):
@@ -309,7 +356,7 @@ class RollingLock:
                 )
             record = dict(current, stopped=dict(stopped, at=_stamp(_now().replace(microsecond=0))))
             if not check_mode:
-                _replace(self.path, record)
+                self.records.replace(current, record, None)  # a stopped roll's lock holds until released
             return self._result(True, record)
 
 
@@ -318,8 +365,7 @@ def _replace(path, record):
     temporary = path + ".tmp"
     try:
         with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, indent=2, sort_keys=True)
-            handle.write("\n")
+            handle.write(encode_record(record))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, path)

@@ -20,6 +20,7 @@ try:
     from cassandra.auth import PlainTextAuthProvider
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import RoundRobinPolicy, WhiteListRoundRobinPolicy
+    from cassandra.query import SimpleStatement
 
     HAS_DRIVER = True
     DRIVER_IMPORT_ERROR = None
@@ -126,6 +127,36 @@ def connect(params, hosts=None, only_these_hosts=False):
         cluster.shutdown()
         raise CassandraError("cannot connect to %s port %s: %s" % (hosts, kwargs["port"], exc)) from exc
     return cluster, session
+
+
+def conditional(session, statement, values=()):
+    """Run a lightweight transaction (INSERT/UPDATE/DELETE ... IF ...): Paxos among the replicas at SERIAL, the
+    commit at QUORUM. Returns (applied, the row as it is when not applied, as a dict)."""
+    query = SimpleStatement(
+        statement, consistency_level=ConsistencyLevel.QUORUM, serial_consistency_level=ConsistencyLevel.SERIAL
+    )
+    try:
+        row = session.execute(query, values).one()
+    except Exception as exc:
+        raise CassandraError("%s: %s" % (statement.split("(")[0].strip(), exc)) from exc
+    if row is None:
+        return True, None
+    data = row._asdict() if hasattr(row, "_asdict") else dict(row)
+    applied = bool(data.pop("[applied]", True))
+    return applied, data
+
+
+def read_serial(session, statement, values=()):
+    """The first row of a SELECT read at SERIAL (it sees what a lightweight transaction in progress commits), or
+    None."""
+    query = SimpleStatement(statement, consistency_level=ConsistencyLevel.SERIAL)
+    try:
+        row = session.execute(query, values).one()
+    except Exception as exc:
+        raise CassandraError("%s: %s" % (statement.split(" FROM")[0].strip(), exc)) from exc
+    if row is None:
+        return None
+    return row._asdict() if hasattr(row, "_asdict") else dict(row)
 
 
 def local_info(session):

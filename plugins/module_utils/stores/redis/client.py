@@ -118,6 +118,22 @@ def client(params, host=None, port=None, retries=True):
     return redis_lib.Redis(**kwargs)
 
 
+def on_key_owner(params, host, port, call, hops=3):
+    """call(conn) on the node that serves the key it touches, and its result: a Redis Cluster node that does not
+    serve the key's slot answers MOVED with the one that does, and the call is made there (at most hops times)."""
+    for _hop in range(hops):
+        conn = client(params, host, port, retries=False)
+        try:
+            return call(conn)
+        except redis_lib.exceptions.MovedError as exc:
+            host, port = exc.host, exc.port
+        finally:
+            conn.close()
+    raise RedisAdminError(
+        "%s:%s: the key's slot kept moving (%d MOVED replies); is the cluster resharding?" % (host, port, hops)
+    )
+
+
 def ping(conn):
     try:
         return bool(conn.ping())

@@ -145,7 +145,7 @@ def test_broken_lock_file_is_stale(tmp_path, clock):
     with open(lock.path, "w") as handle:
         handle.write("")
     result = lock.acquire(run_id="r1")
-    assert result["changed"] is True and result["stale_reason"] == "the lock file holds no valid record"
+    assert result["changed"] is True and result["stale_reason"] == "the lock holds no valid record"
 
 
 def test_release(tmp_path, clock):
