@@ -140,7 +140,7 @@ def tls_redis(tmp_path_factory):
             client_cert_file=files["client_cert"],
             client_key_file=files["client_key"],
         )
-        for _ in range(100):
+        for _attempt in range(100):
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                     break
