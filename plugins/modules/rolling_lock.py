@@ -213,21 +213,19 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply.lock import DEFAULT_TTL, RollingLock, controller_pid
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
-from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail
+from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import (
+    any_store_argument_spec,
+    fail,
+    fail_imports,
+)
 
-LOCK_STORE_SPEC = dict(
+# The store-neutral connection options of the modules that take any store (MongoDB's auth_source aside: no lock
+# lives there), and what says which store and node.
+LOCK_STORE_SPEC = {k: v for k, v in any_store_argument_spec().items() if k != "auth_source"}
+LOCK_STORE_SPEC.update(
     type=dict(type="str", choices=["cassandra", "redis"], required=True),
     address=dict(type="str", required=True),
-    port=dict(type="int", default=9042),
     keyspace=dict(type="str", default="tactician", no_log=False),
-    login_user=dict(type="str"),
-    login_password=dict(type="str", no_log=True),
-    tls=dict(type="bool", default=False),
-    ca_file=dict(type="path"),
-    client_cert_file=dict(type="path"),
-    client_key_file=dict(type="path", no_log=False),
-    validate_certs=dict(type="bool", default=True),
-    check_hostname=dict(type="bool", default=True),
     connect_timeout=dict(type="float", default=10.0),
 )
 
@@ -239,11 +237,7 @@ def _records(module, name, spec, closers):
     from ansible_collections.tactician.nosql.plugins.module_utils.apply import lock_stores
     from ansible_collections.tactician.nosql.plugins.module_utils.stores import probes
 
-    missing = probes.missing_libraries(spec["type"])
-    if missing:
-        from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail_imports
-
-        fail_imports(module, missing)
+    fail_imports(module, probes.missing_libraries(spec["type"]))
     if spec["type"] == "redis":
         params = lock_stores.redis_adapter.params_from_any(spec)
         return lock_stores.RedisRecords(name, params, spec["address"])

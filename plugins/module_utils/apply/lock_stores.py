@@ -166,9 +166,7 @@ class CassandraRecords(_Remembered):
                 replication = dict({"class": "NetworkTopologyStrategy"}, **{dc: min(3, n) for dc, n in centers.items()})
                 cql.ensure_keyspace(self.session, self.keyspace, "present", replication)
             self.session.execute("CREATE TABLE IF NOT EXISTS %s (name text PRIMARY KEY, record text)" % self.table)
-        except (cql.CassandraError, StoreError) as exc:
-            raise self._fail(exc) from exc
-        except Exception as exc:  # the driver's own errors (unavailable, timeouts, refused) all mean no lock table
+        except Exception as exc:  # ours and the driver's (unavailable, timeouts, refused): no lock table
             raise self._fail(exc) from exc
         self._ready = True
 
