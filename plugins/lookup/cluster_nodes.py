@@ -8,9 +8,14 @@ name: cluster_nodes
 short_description: The nodes of an inventory group in the shape the cluster modules take
 description:
   - For each inventory group given, returns its hosts as the health and cluster modules of the collection want
-    them, read from the role variables of M(tactician.nosql.cassandra_daemon) and M(tactician.nosql.redis_daemon)
-    users (C(cassandra_node_*), C(redis_node_*)).
-  - C(cassandra) gives one dict per host with C(address), C(jmx_port) and C(host) (the inventory name).
+    them, from each host's inventory variables.
+  - The address clients reach a node at is C(tactician_node_address), else the lab roles' variable
+    (C(cassandra_node_listen_address), C(redis_node_bind)), else C(ansible_host), else the inventory name; its port
+    C(tactician_node_port), else C(redis_node_port) (Redis), else the store's default.
+  - C(cassandra) gives one dict per host with C(address), C(jmx_port) (C(tactician_jmx_port), else
+    C(cassandra_node_jmx_port), else 7199) and C(host) (the inventory name), plus C(jmx_host) when
+    C(tactician_jmx_host) is set (nodetool reaches the node there) and C(native_port) when C(tactician_node_port)
+    is.
   - C(redis) gives one C(host:port) string per host.
 version_added: 0.1.0
 author:
@@ -50,14 +55,28 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
 
+def _address(host, hostvars, lab_var):
+    """Where the clients reach the node: tactician_node_address, the lab role's variable, ansible_host, the name."""
+    for value in (hostvars.get("tactician_node_address"), hostvars.get(lab_var), hostvars.get("ansible_host")):
+        if value:
+            return str(value)
+    return host
+
+
 def _node(store, host, hostvars):
     if store == "cassandra":
-        return {
+        node = {
             "host": host,
-            "address": hostvars.get("cassandra_node_listen_address", "127.0.0.1"),
-            "jmx_port": int(hostvars.get("cassandra_node_jmx_port", 7199)),
+            "address": _address(host, hostvars, "cassandra_node_listen_address"),
+            "jmx_port": int(hostvars.get("tactician_jmx_port", hostvars.get("cassandra_node_jmx_port", 7199))),
         }
-    return "%s:%d" % (hostvars.get("redis_node_bind", "127.0.0.1"), int(hostvars.get("redis_node_port", 6379)))
+        if hostvars.get("tactician_jmx_host"):
+            node["jmx_host"] = str(hostvars["tactician_jmx_host"])
+        if hostvars.get("tactician_node_port"):
+            node["native_port"] = int(hostvars["tactician_node_port"])
+        return node
+    port = int(hostvars.get("tactician_node_port", hostvars.get("redis_node_port", 6379)))
+    return "%s:%d" % (_address(host, hostvars, "redis_node_bind"), port)
 
 
 def cluster_nodes(terms, variables, store):

@@ -96,8 +96,22 @@ options:
     description:
       - How the collection's own runner starts and stops the node (lab and test nodes) - the options of
         M(tactician.nosql.cassandra_daemon) or M(tactician.nosql.redis_daemon) without C(state).
-      - Without it, O(stop_command) and O(start_command) are used (systemd or a supervisor).
+      - Without it, the node's O(service), or O(stop_command) and O(start_command) (a supervisor).
     type: dict
+  service:
+    description:
+      - The service that runs the node on this host (a packaged install), for example V(redis-server) or
+        V(cassandra) - stopped and started through O(service_manager); the package's own scripts guard against a
+        second server.
+      - Exclusive with O(daemon) and O(stop_command)/O(start_command).
+    type: str
+  service_manager:
+    description:
+      - What runs O(service) - V(systemd) (C(systemctl stop|start)), V(sysv) (C(service NAME stop|start)), or
+        V(auto), systemd when it is the running init, else the SysV scripts.
+    type: str
+    choices: [auto, systemd, sysv]
+    default: auto
   stop_command:
     description:
       - Argument vector that stops the node (Cassandra is drained before it runs), e.g. C([systemctl, stop, mongod]).
@@ -193,6 +207,21 @@ EXAMPLES = r"""
     login_user: cassandra
     login_password: "{{ cassandra_password }}"
     peers: "{{ query('tactician.nosql.cluster_nodes', 'cassandra', store='cassandra') }}"
+
+- name: A packaged Redis, restarted by its service manager when a setting needs it
+  tactician.nosql.reconfigure_node:
+    store: redis
+    address: "{{ ansible_host }}:6379"
+    settings:
+      maxmemory-policy: allkeys-lfu
+    config_file: /etc/redis/redis.conf
+    service: redis-server
+    login_password: "{{ redis_password }}"
+    tls: true
+    ca_file: /etc/redis/tls/ca.pem
+    client_cert_file: /etc/redis/tls/client.pem
+    client_key_file: /etc/redis/tls/client-key.pem
+    peers: "{{ query('tactician.nosql.cluster_nodes', 'redis', store='redis') }}"
 
 - name: Redis eviction, live
   tactician.nosql.reconfigure_node:
@@ -324,6 +353,8 @@ def main():
             memory_mb=dict(type="int"),
             heap_mb=dict(type="int"),
             daemon=dict(type="dict"),
+            service=dict(type="str"),
+            service_manager=dict(type="str", choices=list(node_base.SERVICE_MANAGERS), default="auto"),
             stop_command=dict(type="list", elements="str"),
             start_command=dict(type="list", elements="str"),
             peers=dict(type="list", elements="raw", default=[]),
@@ -338,9 +369,17 @@ def main():
             guard=dict(type="dict"),
         ),
         required_together=[["stop_command", "start_command"]],
+        mutually_exclusive=[["daemon", "service", "stop_command"], ["daemon", "service", "start_command"]],
         supports_check_mode=True,
     )
     params = module.params
+    if params["service"]:
+        try:
+            params["stop_command"], params["start_command"] = node_base.service_commands(
+                params["service"], params["service_manager"]
+            )
+        except ValueError as exc:
+            module.fail_json(msg=str(exc))
     fail_imports(module, reconfigure_stores.missing_libraries(params["store"]))
     node = None
     try:

@@ -7,8 +7,6 @@ addressed, present a client certificate, and say plainly when one of these fails
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import os
 import shutil
 import socket
@@ -24,76 +22,12 @@ from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis impor
 
 pytestmark = pytest.mark.integration
 
-cryptography = pytest.importorskip("cryptography")
-from cryptography import x509  # noqa: E402
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
+pytest.importorskip("cryptography")
+from pki import make_pki  # noqa: E402
 
 PASSWORD = "tls-fixture-password"  # a throwaway server of this test only
 PLAYBOOKS = os.path.join(ROOT, "tests", "integration", "playbooks")
 INVENTORY = os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml")
-
-
-def _key():
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def _write_key(path, key):
-    with open(path, "wb") as handle:
-        handle.write(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        )
-    os.chmod(path, 0o600)
-
-
-def _write_cert(path, cert):
-    with open(path, "wb") as handle:
-        handle.write(cert.public_bytes(serialization.Encoding.PEM))
-
-
-def _cert(subject, key, issuer, issuer_key, ca=False, names=(), usage=None):
-    now = datetime.datetime.now(datetime.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-        .issuer_name(issuer)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-    )
-    if names:
-        builder = builder.add_extension(x509.SubjectAlternativeName(list(names)), critical=False)
-    if usage:
-        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-    return builder.sign(issuer_key, hashes.SHA256())
-
-
-def make_pki(folder):
-    """A CA, a server certificate naming 127.0.0.1 and localhost (not 127.0.0.2), a client certificate."""
-    ca_key = _key()
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tactician test CA")])
-    ca = _cert("tactician test CA", ca_key, ca_name, ca_key, ca=True)
-    files = {"ca": os.path.join(folder, "ca.pem")}
-    _write_cert(files["ca"], ca)
-    for role, names, usage in (
-        (
-            "server",
-            [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")],
-            ExtendedKeyUsageOID.SERVER_AUTH,
-        ),
-        ("client", [], ExtendedKeyUsageOID.CLIENT_AUTH),
-    ):
-        key = _key()
-        files[role + "_key"] = os.path.join(folder, role + "-key.pem")
-        files[role + "_cert"] = os.path.join(folder, role + ".pem")
-        _write_key(files[role + "_key"], key)
-        _write_cert(files[role + "_cert"], _cert("tactician " + role, key, ca_name, ca_key, names=names, usage=usage))
-    return files
 
 
 def _free_port():

@@ -17,6 +17,29 @@ from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import r
 _FORMATS = {"cassandra": "yaml", "redis": "redis", "mongodb": "yaml"}
 
 
+SERVICE_MANAGERS = ("auto", "systemd", "sysv")
+
+
+def service_manager(wanted="auto"):
+    """The service manager that runs this host's services: systemd when it is the running init (the directory
+    /run/systemd/system exists), else the SysV scripts through `service`."""
+    if wanted not in SERVICE_MANAGERS:
+        raise ValueError("service_manager must be one of %s, not %r" % (", ".join(SERVICE_MANAGERS), wanted))
+    if wanted != "auto":
+        return wanted
+    return "systemd" if os.path.isdir("/run/systemd/system") else "sysv"
+
+
+def service_commands(name, manager="auto"):
+    """(stop argv, start argv) of the service name under its manager: `systemctl stop|start name`, or
+    `service name stop|start` (Debian's SysV scripts; start-stop-daemon starts no second server)."""
+    if not name or "/" in name or name.startswith("-"):
+        raise ValueError("service must be a service name such as redis-server or cassandra, not %r" % (name,))
+    if service_manager(manager) == "systemd":
+        return ["systemctl", "stop", name], ["systemctl", "start", name]
+    return ["service", name, "stop"], ["service", name, "start"]
+
+
 def memory_mb():
     """MemTotal of this host in MiB (the default memory budget of a node)."""
     try:

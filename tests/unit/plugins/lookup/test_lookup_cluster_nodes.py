@@ -10,7 +10,7 @@ VARIABLES = {
     "hostvars": {
         "c1": {"cassandra_node_listen_address": "127.0.0.1", "cassandra_node_jmx_port": 7199},
         "c2": {"cassandra_node_listen_address": "127.0.0.2", "cassandra_node_jmx_port": "7299"},
-        "r1": {"redis_node_port": 6381},
+        "r1": {"redis_node_port": 6381, "redis_node_bind": "127.0.0.1"},
         "r2": {"redis_node_port": 6382, "redis_node_bind": "127.0.0.5"},
     },
 }
@@ -31,3 +31,21 @@ def test_redis_shape():
 def test_unknown_group_names_the_groups():
     with pytest.raises(AnsibleLookupError, match="group 'mongo' does not exist; groups: cassandra, redis"):
         cluster_nodes(["mongo"], VARIABLES, "redis")
+
+
+def test_an_inventory_of_its_own_names_addresses_ports_and_jmx():
+    variables = {
+        "groups": {"cassandra": ["db1", "db2"], "redis": ["cache1", "cache2", "cache3"]},
+        "hostvars": {
+            "db1": {"ansible_host": "10.0.0.11", "tactician_jmx_host": "10.0.0.11", "tactician_jmx_port": 7199},
+            "db2": {"tactician_node_address": "10.0.1.12", "ansible_host": "db2.example", "tactician_node_port": 9142},
+            "cache1": {"ansible_host": "10.0.0.21"},
+            "cache2": {"ansible_host": "10.0.0.22", "tactician_node_port": 6380},
+            "cache3": {},
+        },
+    }
+    assert cluster_nodes(["cassandra"], variables, "cassandra") == [
+        {"host": "db1", "address": "10.0.0.11", "jmx_port": 7199, "jmx_host": "10.0.0.11"},
+        {"host": "db2", "address": "10.0.1.12", "jmx_port": 7199, "native_port": 9142},
+    ]
+    assert cluster_nodes(["redis"], variables, "redis") == ["10.0.0.21:6379", "10.0.0.22:6380", "cache3:6379"]

@@ -1,0 +1,306 @@
+"""A Redis Cluster the collection did not build, rolled through the operator's own inventory.
+
+Six hosts on loopback addresses of their own, each reached by Ansible over SSH (foreign.py): Debian's redis-server
+package on each, its /etc/redis/redis.conf edited the way an operator edits it (the host's address, TLS only, a
+CA made here, client certificates required, a password, cluster mode), started and stopped by the package's
+service script, the cluster formed with redis-cli. The inventory holds only what an operator's would: addresses,
+the service's name, its config file, the password and the TLS files. No lab role, lab path or runner of the
+collection's own is involved.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import foreign
+import pytest
+from ansible_run import ROOT, run_playbook
+
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
+
+pytestmark = pytest.mark.integration
+
+pytest.importorskip("cryptography")
+from pki import Authority  # noqa: E402
+
+yaml = pytest.importorskip("yaml")
+
+PASSWORD = "foreign-redis-password"  # a throwaway cluster of this test only
+HOSTS = [("redis-%s" % letter, "127.0.0.%d" % (61 + i)) for i, letter in enumerate("abcdef")]
+DIRS = ["/etc/redis", "/var/lib/redis", "/var/log/redis", "/run/redis"]
+CONF = "/etc/redis/redis.conf"
+PIDFILE = "/run/redis/redis-server.pid"
+
+
+def _operator_edits(text, address):
+    """What an operator changes in Debian's redis.conf: the address, TLS only with client certificates, a
+    password, cluster mode. Each directive replaces its line where the file has one, else is appended."""
+    wanted = {
+        "bind": address,
+        "bind-source-addr": address,  # several addresses on one interface: the peers see this one
+        "port": "0",
+        "tls-port": "6379",
+        "tls-cert-file": "/etc/redis/tls/redis.pem",
+        "tls-key-file": "/etc/redis/tls/redis-key.pem",
+        "tls-ca-cert-file": "/etc/redis/tls/ca.pem",
+        "tls-auth-clients": "yes",
+        "tls-replication": "yes",
+        "tls-cluster": "yes",
+        "requirepass": PASSWORD,
+        "masterauth": PASSWORD,
+        "cluster-enabled": "yes",
+        "cluster-config-file": "nodes-6379.conf",
+        "cluster-node-timeout": "5000",
+    }
+    lines = text.splitlines()
+    for key, value in wanted.items():
+        line = "%s %s" % (key, value)
+        active = [i for i, old in enumerate(lines) if re.match(r"^%s\s" % re.escape(key), old)]
+        commented = [i for i, old in enumerate(lines) if re.match(r"^#\s*%s\s" % re.escape(key), old)]
+        if active or commented:
+            lines[(active or commented)[0]] = line
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _redis_ids():
+    import pwd
+
+    entry = pwd.getpwnam("redis")
+    return entry.pw_uid, entry.pw_gid
+
+
+def _cli(cluster, address, *args, check=True, timeout=120):
+    env = dict(os.environ, REDISCLI_AUTH=PASSWORD)  # the password off the command line
+    proc = subprocess.run(
+        ["redis-cli", "--tls", "--cacert", cluster.tls["ca"], "--cert", cluster.tls["client_cert"]]
+        + ["--key", cluster.tls["client_key"], "-h", address, "-p", "6379"]
+        + list(args),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if check and proc.returncode != 0:
+        raise RuntimeError("redis-cli %s: %s" % (" ".join(args), proc.stderr + proc.stdout))
+    return proc.stdout
+
+
+def _wait_cluster_ok(cluster, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = [_cli(cluster, host.address, "CLUSTER", "INFO", check=False) for host in cluster.hosts]
+        if all("cluster_state:ok" in state for state in states):
+            return
+        time.sleep(0.5)
+    raise RuntimeError("the foreign Redis Cluster did not reach cluster_state ok")
+
+
+def _server_pid(host):
+    with open(host.path(PIDFILE), encoding="utf-8") as handle:
+        return int(handle.read().strip())
+
+
+def _servers_of(host):
+    """PIDs of redis-server processes listening on the host's address (one, when no second server started)."""
+    out = subprocess.run(
+        ["pgrep", "-f", "redis-server %s:6379" % host.address], capture_output=True, text=True, check=False
+    )
+    return sorted(int(pid) for pid in out.stdout.split())
+
+
+@pytest.fixture(scope="module")
+def foreign_redis(tmp_path_factory):
+    lacks = foreign.missing() + ([] if shutil.which("redis-server") else ["redis-server (make bootstrap)"])
+    if not os.path.exists(CONF):
+        lacks.append("Debian's %s (the redis-server package)" % CONF)
+    if lacks:
+        pytest.skip("a foreign cluster needs " + ", ".join(lacks))
+    folder = str(tmp_path_factory.mktemp("foreign-redis"))
+    cluster = foreign.ForeignCluster(os.path.join(folder, "hosts"), HOSTS, DIRS, seed=["/etc/redis"])
+    cluster.stoppers = ["service redis-server stop >/dev/null 2>&1 || true"]
+    cluster.pidfiles = [PIDFILE]
+    pki = os.path.join(folder, "pki")
+    os.makedirs(pki)
+    authority = Authority(pki)
+    client_cert, client_key = authority.issue("controller", server=False, client=True)
+    cluster.tls = dict(ca=authority.ca_file, client_cert=client_cert, client_key=client_key)
+    uid, gid = _redis_ids()
+    try:
+        cluster.start()
+        for host in cluster.hosts:
+            tls_dir = host.path("/etc/redis/tls")
+            os.makedirs(tls_dir)
+            cert, key = authority.issue(host.name, names=[host.address], server=True, client=True)
+            for source, name in ((authority.ca_file, "ca.pem"), (cert, "redis.pem"), (key, "redis-key.pem")):
+                target = os.path.join(tls_dir, name)
+                shutil.copyfile(source, target)
+                os.chown(target, uid, gid)
+                os.chmod(target, 0o600 if name.endswith("key.pem") else 0o644)
+            os.chown(tls_dir, uid, gid)
+            conf = host.path(CONF)
+            with open(conf, encoding="utf-8") as handle:
+                text = _operator_edits(handle.read(), host.address)
+            with open(conf, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            host.ssh("service redis-server start")
+        _cli(
+            cluster,
+            cluster.hosts[0].address,
+            "--cluster",
+            "create",
+            *["%s:6379" % host.address for host in cluster.hosts],
+            "--cluster-replicas",
+            "1",
+            "--cluster-yes",
+        )
+        _wait_cluster_ok(cluster)
+        cluster.inventory = _write_inventory(cluster, folder)
+        yield cluster
+    finally:
+        left = cluster.stop()
+        assert not left, "left running by the foreign fixture: %s" % left
+
+
+def _write_inventory(cluster, folder):
+    """The operator's inventory: hosts by address, the service and its config file, the password and TLS files."""
+    inventory = os.path.join(folder, "inventory")
+    os.makedirs(os.path.join(inventory, "group_vars"))
+    hosts = {host.name: dict(cluster.connection_vars(), ansible_host=host.address) for host in cluster.hosts}
+    controller = {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}
+    tls = dict(
+        tls=True,
+        ca_file=cluster.tls["ca"],
+        client_cert_file=cluster.tls["client_cert"],
+        client_key_file=cluster.tls["client_key"],
+    )
+    # The rolling lock kept in the cluster being rolled (its key on the master of the key's slot).
+    lock = dict(type="redis", address="%s:6379" % cluster.hosts[0].address, login_password=PASSWORD, **tls)
+    with open(os.path.join(inventory, "hosts.yml"), "w", encoding="utf-8") as handle:
+        yaml.safe_dump(
+            {
+                "all": {
+                    "children": {"controller": {"hosts": controller}, "redis": {"hosts": hosts}},
+                }
+            },
+            handle,
+        )
+    path = os.path.join(inventory, "group_vars", "all.yml")
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump({"tactician_lock_store": lock}, handle)
+    os.chmod(path, 0o600)
+    group = dict(
+        tactician_service_name="redis-server",
+        tactician_config_file=CONF,
+        tactician_redis_password=PASSWORD,
+        tactician_tls=True,
+        tactician_ca_file=cluster.tls["ca"],
+        tactician_client_cert_file=cluster.tls["client_cert"],
+        tactician_client_key_file=cluster.tls["client_key"],
+        tactician_redis_replicas=1,
+    )
+    path = os.path.join(inventory, "group_vars", "redis.yml")
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(group, handle)
+    os.chmod(path, 0o600)
+    return inventory
+
+
+def _config_get(cluster, key):
+    params = redis_adapter.params_from_any(
+        dict(
+            login_password=PASSWORD,
+            tls=True,
+            ca_file=cluster.tls["ca"],
+            client_cert_file=cluster.tls["client_cert"],
+            client_key_file=cluster.tls["client_key"],
+        )
+    )
+    values = {}
+    for host in cluster.hosts:
+        conn = redis_adapter.client(params, host.address, 6379, retries=False)
+        try:
+            values[host.name] = conn.config_get(key)[key]
+        finally:
+            conn.close()
+    return values
+
+
+def _roll(cluster, settings, check=False):
+    return run_playbook(
+        os.path.join(ROOT, "playbooks", "rolling_reconfigure.yml"),
+        cluster.inventory,
+        extra_vars={"tactician_store": "redis", "tactician_settings": settings},
+        check=check,
+        diff=check,
+    )
+
+
+def test_a_live_setting_rolls_over_ssh_and_lands_in_the_packaged_config_file(foreign_redis):
+    pids = {host.name: _server_pid(host) for host in foreign_redis.hosts}
+    result = _roll(foreign_redis, {"maxmemory-policy": "allkeys-lfu"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert PASSWORD not in result.stderr
+    assert set(_config_get(foreign_redis, "maxmemory-policy").values()) == {"allkeys-lfu"}
+    lock_step = result.task("Take the cluster's rolling lock (one roll per cluster at a time)")
+    assert "tactician:lock:redis" in str(lock_step), lock_step  # the lock was kept in the cluster, then released
+    assert _cli(foreign_redis, foreign_redis.hosts[0].address, "-c", "EXISTS", "tactician:lock:redis").strip() == "0"
+    for host in foreign_redis.hosts:
+        assert _server_pid(host) == pids[host.name], "a live change restarted %s" % host.name
+        with open(host.path(CONF), encoding="utf-8") as handle:
+            assert re.search(r"^maxmemory-policy allkeys-lfu$", handle.read(), re.M), host.name
+        stat = os.stat(host.path(CONF))
+        assert (stat.st_uid, stat.st_gid) == _redis_ids(), "the config file changed hands on %s" % host.name
+    again = _roll(foreign_redis, {"maxmemory-policy": "allkeys-lfu"})
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.changed() == 0 or not any(
+        res.get("changed") for task, _host, res in again.results if task.startswith("Reconfigure the node")
+    )
+
+
+def test_a_restart_setting_goes_through_the_service_script_and_starts_no_second_server(foreign_redis):
+    pids = {host.name: _server_pid(host) for host in foreign_redis.hosts}
+    check = _roll(foreign_redis, {"rdbchecksum": "no"}, check=True)
+    assert check.returncode == 0, check.stderr[-3000:]
+    assert {_server_pid(host) for host in foreign_redis.hosts} == set(pids.values()), "check mode restarted a node"
+    result = _roll(foreign_redis, {"rdbchecksum": "no"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert set(_config_get(foreign_redis, "rdbchecksum").values()) == {"no"}
+    for host in foreign_redis.hosts:
+        servers = _servers_of(host)
+        assert servers == [_server_pid(host)], "%s runs %s, its PID file says %s" % (
+            host.name,
+            servers,
+            _server_pid(host),
+        )
+        assert servers[0] != pids[host.name], "%s was not restarted" % host.name
+        with open(host.path(CONF), encoding="utf-8") as handle:
+            assert re.search(r"^rdbchecksum no$", handle.read(), re.M), host.name
+    _wait_cluster_ok(foreign_redis)  # every slot served again, every replica link up
+    steps = [res for task, _host, res in result.results if task.startswith("Reconfigure the node, restarted")]
+    assert len(steps) == len(foreign_redis.hosts)
+    assert all(res.get("restart_required") and res.get("downtime") is not None for res in steps), steps
+
+
+def test_the_redis_tactic_role_finds_its_login_in_the_inventory(foreign_redis):
+    playbook = os.path.join(ROOT, "tests", "integration", "playbooks", "redis_memory_tactic.yml")
+    settings = {"tactic_settings": {"maxmemory": "64mb"}}
+    check = run_playbook(playbook, foreign_redis.inventory, extra_vars=settings, check=True)
+    assert check.returncode == 0, check.stderr[-3000:]
+    assert set(_config_get(foreign_redis, "maxmemory").values()) == {"0"}
+    result = run_playbook(playbook, foreign_redis.inventory, extra_vars=settings)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert PASSWORD not in result.stderr
+    assert set(_config_get(foreign_redis, "maxmemory").values()) == {str(64 * 1024 * 1024)}
+    for host in foreign_redis.hosts:  # CONFIG REWRITE by the server itself, into its packaged file
+        with open(host.path(CONF), encoding="utf-8") as handle:
+            assert re.search(r"^maxmemory 64mb$", handle.read(), re.M), host.name
+    again = run_playbook(playbook, foreign_redis.inventory, extra_vars=settings)
+    assert again.returncode == 0 and again.changed() == 0, again.stderr[-3000:]
