@@ -304,3 +304,48 @@ def test_the_redis_tactic_role_finds_its_login_in_the_inventory(foreign_redis):
             assert re.search(r"^maxmemory 64mb$", handle.read(), re.M), host.name
     again = run_playbook(playbook, foreign_redis.inventory, extra_vars=settings)
     assert again.returncode == 0 and again.changed() == 0, again.stderr[-3000:]
+
+
+def test_the_installed_tarball_rolls_the_cluster_by_its_playbook_name(foreign_redis, tmp_path):
+    """As an operator runs it: the collection built and installed from its tarball, nothing else on the
+    collections path, the playbook called by its fully qualified name from a directory outside the checkout."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "collections"), ANSIBLE_NOCOLOR="1")
+    env.pop("ANSIBLE_CONFIG", None)
+    bin_dir = os.path.dirname(sys.executable)
+    build = subprocess.run(
+        [os.path.join(bin_dir, "ansible-galaxy"), "collection", "build", "--force", "--output-path", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    tarball = [name for name in os.listdir(tmp_path) if name.endswith(".tar.gz")]
+    install = subprocess.run(
+        [os.path.join(bin_dir, "ansible-galaxy"), "collection", "install", "--offline", "--no-deps"]
+        + ["-p", str(tmp_path / "collections"), str(tmp_path / tarball[0])],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert install.returncode == 0, install.stderr
+    roll = subprocess.run(
+        [
+            os.path.join(bin_dir, "ansible-playbook"),
+            "-i",
+            foreign_redis.inventory,
+            "tactician.nosql.rolling_reconfigure",
+        ]
+        + ["-e", "tactician_store=redis", "-e", '{"tactician_settings": {"maxmemory-samples": 7}}'],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert roll.returncode == 0, roll.stdout[-4000:] + roll.stderr[-2000:]
+    assert PASSWORD not in roll.stdout + roll.stderr
+    assert set(_config_get(foreign_redis, "maxmemory-samples").values()) == {"7"}
