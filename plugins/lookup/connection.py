@@ -15,7 +15,9 @@ description:
     the user only with a password). TLS from C(tactician_<store>_tls), else C(tactician_tls); the files from
     C(tactician_<store>_ca_file), else C(tactician_ca_file) (and the same for C(client_cert_file),
     C(client_key_file), C(validate_certs), C(check_hostname)).
-  - With O(style=redis) the CA file is returned as C(ca_certs), the name the Redis modules take.
+  - With O(style=redis) the CA file is returned as C(ca_certs), the name the Redis modules take; with
+    O(style=cassandra) the TLS options carry the names of the CQL modules (C(ssl), C(ssl_ca_file),
+    C(ssl_cert_file), C(ssl_key_file), C(ssl_validate), C(ssl_check_hostname)).
   - The password is a secret - pass the result only to module options, never to a message.
 version_added: 0.1.0
 author:
@@ -32,9 +34,10 @@ options:
     choices: [cassandra, redis, mongodb]
     required: true
   style:
-    description: V(any) for the store-neutral modules' option names, V(redis) for the Redis modules'.
+    description: V(any) for the store-neutral modules' option names, V(redis) or V(cassandra) for that store's
+      modules'.
     type: str
-    choices: [any, redis]
+    choices: [any, redis, cassandra]
     default: any
 """
 
@@ -63,6 +66,18 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
 _TLS_KEYS = ("tls", "ca_file", "client_cert_file", "client_key_file", "validate_certs", "check_hostname")
+_STYLES = {
+    "any": {},
+    "redis": {"ca_file": "ca_certs"},
+    "cassandra": {
+        "tls": "ssl",
+        "ca_file": "ssl_ca_file",
+        "client_cert_file": "ssl_cert_file",
+        "client_key_file": "ssl_key_file",
+        "validate_certs": "ssl_validate",
+        "check_hostname": "ssl_check_hostname",
+    },
+}
 
 
 def _set(value):
@@ -92,9 +107,7 @@ def connection(host, variables, store, style="any"):
             value = own.get("tactician_%s" % key)
         if _set(value):
             out[key] = value
-    if style == "redis" and "ca_file" in out:
-        out["ca_certs"] = out.pop("ca_file")
-    return out
+    return {_STYLES[style].get(key, key): value for key, value in out.items()}
 
 
 class LookupModule(LookupBase):

@@ -115,10 +115,17 @@ class Host:
             return "%s %s" % (self.address, " ".join(handle.read().split()[:2]))
 
     def start(self):
-        """sshd in a mount namespace of its own, the host's directories bound over the packaged paths."""
+        """sshd in a mount namespace of its own, the host's directories (and the ones every host shares, such as
+        a package's installation) bound over the packaged paths."""
         mounts = []
-        for path, folder in self.dirs.items():
-            mounts.append("mkdir -p %s && mount --bind %s %s" % (path, folder, path))
+        for path, folder in list(self.dirs.items()) + list(self.cluster.shared.items()):
+            if not os.path.isdir(path):  # a mount point the machine lacks: made here, removed at the end
+                made = path
+                while not os.path.isdir(os.path.dirname(made)):
+                    made = os.path.dirname(made)
+                os.makedirs(path)
+                self.cluster.made.append(made)
+            mounts.append("mount --bind %s %s" % (shlex.quote(folder), shlex.quote(path)))
         script = " && ".join(mounts + ["exec %s -D -e -f %s" % (SSHD, os.path.join(self.folder, "ssh", "sshd_config"))])
         log = open(os.path.join(self.folder, "sshd.log"), "ab")
         proc = subprocess.Popen(
@@ -176,10 +183,11 @@ class Host:
 class ForeignCluster:
     """Hosts reached over SSH with a key of this fixture, their host keys checked against its known_hosts."""
 
-    def __init__(self, folder, hosts, dirs, seed=(), ssh_port=None):
+    def __init__(self, folder, hosts, dirs, seed=(), ssh_port=None, shared=None):
         """hosts: [(inventory name, loopback address)]; dirs: the packaged directories each host owns; seed: the
         ones copied from this machine's packaged files (a config directory as the package installed it);
-        ssh_port: 22 unless the machine's own sshd holds it on every address, then 2222 (as the inventory says)."""
+        ssh_port: 22 unless the machine's own sshd holds it on every address, then 2222 (as the inventory says);
+        shared: {path on every host: one folder of this fixture} (an installation the hosts' packages share)."""
         self.folder = folder
         self.ssh_port = ssh_port or _ssh_port([address for _name, address in hosts])
         self.client_key = os.path.join(folder, "client_key")
@@ -187,6 +195,8 @@ class ForeignCluster:
         self.known_hosts = os.path.join(folder, "known_hosts")
         self.hosts = [Host(self, name, address, dirs) for name, address in hosts]
         self._seed = set(seed)
+        self.shared = dict(shared or {})
+        self.made = []  # mount points made on this machine, removed by stop()
         self.stoppers = []  # commands each host runs at the end (its servers' service stop)
         self.pidfiles = []  # host paths of its servers' PID files: what the stoppers left running is ended by PID
 
@@ -246,7 +256,20 @@ class ForeignCluster:
                     left.append("%s: %s still ran (PID %d), ended" % (host.name, pidfile, pid))
                     os.kill(pid, signal.SIGKILL)
             host.stop()
+        for path in sorted(set(self.made), key=len, reverse=True):
+            if _only_dirs(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                left.append("%s is not empty" % path)
         return left
+
+
+def _only_dirs(path):
+    """Whether path holds nothing but (empty) directories: a mount point tree this fixture made."""
+    for _root, _dirs, files in os.walk(path):
+        if files:
+            return False
+    return True
 
 
 def _children(parent):

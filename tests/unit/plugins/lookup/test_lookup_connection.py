@@ -47,6 +47,12 @@ def test_a_store_s_own_variable_wins_over_the_shared_one():
         "tls": True,
         "check_hostname": False,
     }
+    assert connection("db1", variables, "cassandra", style="cassandra") == {
+        "login_user": "ops",
+        "login_password": "pw",
+        "ssl": True,
+        "ssl_check_hostname": False,
+    }
 
 
 def test_the_lab_roles_variables_are_the_fallback_and_a_user_needs_a_password():

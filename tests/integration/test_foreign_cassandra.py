@@ -1,0 +1,413 @@
+"""A Cassandra cluster the collection did not build, rolled through the operator's own inventory.
+
+Two hosts on loopback addresses of their own, reached by Ansible over SSH (foreign.py), each laid out as the
+Debian package of Apache Cassandra lays a node out: the installation in /usr/share/cassandra (its lib/ of jars,
+the Cassandra 5.0 jars from Maven Central), the configuration in /etc/cassandra (cassandra.yaml,
+cassandra-env.sh, the JVM options, logback.xml), the data in /var/lib/cassandra, the logs in /var/log/cassandra,
+and a SysV script /etc/init.d/cassandra that `service cassandra start|stop` drives (start-stop-daemon and a PID
+file in /run/cassandra). Password authentication, and client TLS with client certificates required (a CA made
+here, a certificate per node naming its address). The keyspace is made at RF 2 with cqlsh's statements, the way
+an operator would. No lab role, lab path or runner of the collection's own is involved.
+
+Two departures from a real host, both for the machine the tests share: the server runs as root (no `cassandra`
+system user is added to this machine), and the hosts share one network namespace, so each node's JMX, bound to
+loopback as the package binds it, has a port of its own (the inventory's tactician_jmx_port).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import foreign
+import pytest
+from ansible_run import ROOT, run_playbook
+
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import server
+
+pytestmark = pytest.mark.integration
+
+pytest.importorskip("cryptography")
+from pki import Authority  # noqa: E402
+
+yaml = pytest.importorskip("yaml")
+
+VERSION = "5.0.9"
+HOSTS = [("cass-a", "127.0.0.71"), ("cass-b", "127.0.0.72")]
+JMX = {"cass-a": 7671, "cass-b": 7672}
+DIRS = ["/etc/cassandra", "/var/lib/cassandra", "/var/log/cassandra", "/run/cassandra", "/etc/init.d"]
+HOME = "/usr/share/cassandra"
+CONF = "/etc/cassandra/cassandra.yaml"
+PIDFILE = "/run/cassandra/cassandra.pid"
+USER, PASSWORD = "cassandra", "cassandra"  # the package's first superuser; a throwaway cluster of this test only
+KEYSPACE = "foreign_it"
+
+INIT_SCRIPT = r"""#!/bin/sh
+### BEGIN INIT INFO
+# Provides:          cassandra
+# Required-Start:    $remote_fs $network $named $time
+# Required-Stop:     $remote_fs $network $named $time
+# Should-Start:      ntp mdadm
+# Should-Stop:       ntp mdadm
+# Default-Start:     2 3 4 5
+# Default-Stop:      0 1 6
+# Short-Description: distributed storage system for structured data
+### END INIT INFO
+NAME=cassandra
+DESC="Cassandra"
+PIDFILE=/run/cassandra/cassandra.pid
+CONFDIR=/etc/cassandra
+CASSANDRA_HOME=/usr/share/cassandra
+JAVA=$(readlink -f "$(command -v java)")
+MAX_HEAP_SIZE=512M
+JMX_PORT=7199
+JVM_EXTRA_OPTS=
+[ -r /lib/lsb/init-functions ] && . /lib/lsb/init-functions
+[ -r $CONFDIR/cassandra-env.sh ] && . $CONFDIR/cassandra-env.sh
+
+do_start() {
+    mkdir -p /run/cassandra
+    start-stop-daemon --start --quiet --oknodo --background --make-pidfile --pidfile $PIDFILE \
+        --output /var/log/cassandra/output.log --exec "$JAVA" -- \
+        -Xms$MAX_HEAP_SIZE -Xmx$MAX_HEAP_SIZE $(grep -v '^[[:space:]]*#' $CONFDIR/jvm-server.options) \
+        -Dcassandra.config=file://$CONFDIR/cassandra.yaml -Dcassandra.storagedir=/var/lib/cassandra \
+        -Dcassandra.logdir=/var/log/cassandra -Dlogback.configurationFile=file://$CONFDIR/logback.xml \
+        -Dcassandra.jmx.local.port=$JMX_PORT -Dcassandra-foreground=yes \
+        -javaagent:$(ls $CASSANDRA_HOME/lib/jamm-*.jar | tail -n 1) $JVM_EXTRA_OPTS \
+        -cp "$CASSANDRA_HOME/lib/*" org.apache.cassandra.service.CassandraDaemon
+}
+
+do_stop() {
+    start-stop-daemon --stop --quiet --oknodo --pidfile $PIDFILE --exec "$JAVA" --retry TERM/180/KILL/5
+    status=$?
+    rm -f $PIDFILE
+    return $status
+}
+
+case "$1" in
+    start)
+        echo -n "Starting $DESC: "
+        do_start && echo "$NAME." ;;
+    stop)
+        echo -n "Stopping $DESC: "
+        do_stop && echo "$NAME." ;;
+    restart|force-reload)
+        do_stop
+        do_start ;;
+    status)
+        status_of_proc -p $PIDFILE "$JAVA" $NAME ;;
+    *)
+        echo "Usage: /etc/init.d/$NAME {start|stop|restart|force-reload|status}" >&2
+        exit 3 ;;
+esac
+"""
+
+LOGBACK = """<configuration scan="false">
+  <appender name="SYSTEMLOG" class="ch.qos.logback.core.FileAppender">
+    <file>/var/log/cassandra/system.log</file>
+    <encoder><pattern>%-5level [%thread] %date{ISO8601} %F:%L - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="SYSTEMLOG" /></root>
+</configuration>
+"""
+
+
+def _jars():
+    """The Cassandra jars from Maven Central, in the checkout's shared folder (the lab's and the tests' own):
+    what the package's /usr/share/cassandra holds. Resolved with Maven when no earlier run did."""
+    home = os.path.join(ROOT, ".lab", "cassandra-%s" % VERSION)
+    marker = os.path.join(home, "lib", "cassandra-all-%s.jar" % VERSION)
+    if os.path.exists(marker):
+        return home
+    if shutil.which("mvn") is None:
+        pytest.skip("the Cassandra jars are not resolved and Maven is missing (make bootstrap)")
+    os.makedirs(home, exist_ok=True)
+    pom = os.path.join(home, "pom.xml")
+    if not os.path.exists(pom):
+        with open(pom, "w", encoding="utf-8") as handle:
+            handle.write(
+                '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+                "<groupId>tactician.nosql.lab</groupId><artifactId>cassandra-runtime</artifactId>"
+                "<version>%s</version><packaging>pom</packaging><dependencies><dependency>"
+                "<groupId>org.apache.cassandra</groupId><artifactId>cassandra-all</artifactId>"
+                "<version>%s</version></dependency></dependencies></project>\n" % (VERSION, VERSION)
+            )
+    subprocess.run(
+        ["mvn", "-q", "-B", "-f", pom, "dependency:copy-dependencies", "-DincludeScope=runtime"]
+        + ["-DoutputDirectory=%s" % os.path.join(home, "lib.partial")]
+        + ["-Dmaven.repo.local=%s" % os.path.join(ROOT, ".lab", "m2")],
+        check=True,
+    )
+    os.rename(os.path.join(home, "lib.partial"), os.path.join(home, "lib"))
+    return home
+
+
+def _jvm_options(jars):
+    """The JVM options file of the package (upstream's jvm17-server.options): every flag of the server's java
+    command line but the heap, the paths and the class path, which the init script adds."""
+    argv = server.server_argv(jars, "/x.yaml", "/x", "/x", "/x.xml", 7199, java="java", fast_start=False)
+    keep = []
+    skip_next = False
+    for arg in argv[1:]:
+        if skip_next:
+            skip_next = False
+            continue
+        if arg == "-cp":
+            skip_next = True
+            continue
+        if arg.startswith(("-Xms", "-Xmx", "-Dcassandra.", "-Dlogback.", "-javaagent:", "-XX:HeapDumpPath")):
+            continue
+        if arg.startswith("org.apache."):
+            continue
+        keep.append(arg)
+    lines, i = [], 0
+    while i < len(keep):  # --add-exports X=ALL-UNNAMED stays one line
+        if keep[i] in ("--add-exports", "--add-opens"):
+            lines.append("%s %s" % (keep[i], keep[i + 1]))
+            i += 2
+        else:
+            lines.append(keep[i])
+            i += 1
+    return "# JVM options of the server (upstream's jvm17-server.options)\n" + "\n".join(lines) + "\n"
+
+
+def _cassandra_yaml(address, seed):
+    return dict(
+        cluster_name="foreign",
+        num_tokens=16,
+        allocate_tokens_for_local_replication_factor=2,
+        partitioner="org.apache.cassandra.dht.Murmur3Partitioner",
+        data_file_directories=["/var/lib/cassandra/data"],
+        commitlog_directory="/var/lib/cassandra/commitlog",
+        saved_caches_directory="/var/lib/cassandra/saved_caches",
+        hints_directory="/var/lib/cassandra/hints",
+        cdc_raw_directory="/var/lib/cassandra/cdc_raw",
+        commitlog_sync="periodic",
+        commitlog_sync_period="10000ms",
+        seed_provider=[
+            dict(
+                class_name="org.apache.cassandra.locator.SimpleSeedProvider",
+                parameters=[dict(seeds="%s:7000" % seed)],
+            )
+        ],
+        listen_address=address,
+        rpc_address=address,
+        endpoint_snitch="SimpleSnitch",
+        authenticator="PasswordAuthenticator",
+        authorizer="CassandraAuthorizer",
+        role_manager="CassandraRoleManager",
+        auto_snapshot=False,
+        client_encryption_options=dict(
+            enabled=True,
+            optional=False,
+            require_client_auth=True,
+            ssl_context_factory=dict(class_name="org.apache.cassandra.security.PEMBasedSslContextFactory"),
+            keystore="/etc/cassandra/tls/node.pem",
+            truststore="/etc/cassandra/tls/ca.pem",
+        ),
+    )
+
+
+def _login(cluster, host=None):
+    hosts = [host.address] if host else [h.address for h in cluster.hosts]
+    return dict(
+        login_hosts=hosts,
+        login_user=USER,
+        login_password=PASSWORD,
+        ssl=True,
+        ssl_ca_file=cluster.tls["ca"],
+        ssl_cert_file=cluster.tls["client_cert"],
+        ssl_key_file=cluster.tls["client_key"],
+    )
+
+
+def _wait_cql(cluster, host, timeout=300):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            session_cluster, session = cql.connect(_login(cluster, host))
+            try:
+                peers = list(session.execute("SELECT peer FROM system.peers_v2"))
+                return len(peers)
+            finally:
+                session_cluster.shutdown()
+        except cql.CassandraError as exc:
+            last = exc
+            time.sleep(2)
+    log = host.path("/var/log/cassandra/system.log")
+    tail = open(log, encoding="utf-8", errors="replace").read()[-3000:] if os.path.exists(log) else "(no log)"
+    raise RuntimeError("%s did not answer CQL over TLS: %s\n%s" % (host.name, last, tail))
+
+
+def _server_pid(host):
+    with open(host.path(PIDFILE), encoding="utf-8") as handle:
+        return int(handle.read().strip())
+
+
+def _javas_of(host):
+    out = subprocess.run(
+        ["pgrep", "-f", "file:///etc/cassandra/cassandra.yaml"], capture_output=True, text=True, check=False
+    )
+    pids = []
+    for pid in out.stdout.split():
+        try:  # a server of this host: its mount namespace's /etc/cassandra is this host's
+            with open("/proc/%s/root%s" % (pid, "/etc/cassandra/tls/owner"), encoding="utf-8") as handle:
+                if handle.read().strip() == host.name:
+                    pids.append(int(pid))
+        except OSError:
+            continue
+    return sorted(pids)
+
+
+@pytest.fixture(scope="module")
+def foreign_cassandra(tmp_path_factory):
+    lacks = foreign.missing() + ([] if shutil.which("java") else ["java (make bootstrap)"])
+    if lacks:
+        pytest.skip("a foreign cluster needs " + ", ".join(lacks))
+    jars = _jars()
+    folder = str(tmp_path_factory.mktemp("foreign-cassandra"))
+    cluster = foreign.ForeignCluster(
+        os.path.join(folder, "hosts"), HOSTS, DIRS, seed=["/etc/init.d"], shared={HOME: jars}
+    )
+    cluster.stoppers = ["service cassandra stop >/dev/null 2>&1 || true"]
+    cluster.pidfiles = [PIDFILE]
+    pki = os.path.join(folder, "pki")
+    os.makedirs(pki)
+    authority = Authority(pki)
+    client_cert, client_key = authority.issue("controller", server=False, client=True)
+    cluster.tls = dict(ca=authority.ca_file, client_cert=client_cert, client_key=client_key)
+    options = _jvm_options(jars)
+    try:
+        cluster.start()
+        seed = cluster.hosts[0].address
+        for host in cluster.hosts:
+            script = host.path("/etc/init.d/cassandra")
+            with open(script, "w", encoding="utf-8") as handle:
+                handle.write(INIT_SCRIPT)
+            os.chmod(script, 0o755)
+            tls_dir = host.path("/etc/cassandra/tls")
+            os.makedirs(tls_dir)
+            cert, key = authority.issue(host.name, names=[host.address], server=True, client=True)
+            with open(os.path.join(tls_dir, "node.pem"), "w", encoding="utf-8") as handle:
+                handle.write(open(key, encoding="utf-8").read() + open(cert, encoding="utf-8").read())
+            os.chmod(os.path.join(tls_dir, "node.pem"), 0o600)
+            shutil.copyfile(authority.ca_file, os.path.join(tls_dir, "ca.pem"))
+            with open(os.path.join(tls_dir, "owner"), "w", encoding="utf-8") as handle:
+                handle.write(host.name + "\n")
+            with open(host.path(CONF), "w", encoding="utf-8") as handle:
+                handle.write("# Cassandra configuration of %s\n" % host.name)
+                yaml.safe_dump(_cassandra_yaml(host.address, seed), handle, sort_keys=False)
+            with open(host.path("/etc/cassandra/jvm-server.options"), "w", encoding="utf-8") as handle:
+                handle.write(options)
+            with open(host.path("/etc/cassandra/logback.xml"), "w", encoding="utf-8") as handle:
+                handle.write(LOGBACK)
+            with open(host.path("/etc/cassandra/cassandra-env.sh"), "w", encoding="utf-8") as handle:
+                handle.write(
+                    "# Sourced by /etc/init.d/cassandra\nMAX_HEAP_SIZE=512M\nJMX_PORT=%d\n"
+                    "# A test cluster: the first superuser without the 10 s wait\n"
+                    'JVM_EXTRA_OPTS="-Dcassandra.superuser_setup_delay_ms=0 -Dcassandra.ring_delay_ms=5000"\n'
+                    % JMX[host.name]
+                )
+        for host in cluster.hosts:  # one node at a time, as a cluster is started
+            host.ssh("service cassandra start")
+            _wait_cql(cluster, host)
+        session_cluster, session = cql.connect(_login(cluster))
+        try:
+            session.execute(
+                "CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', "
+                "'replication_factor': 2}" % KEYSPACE
+            )
+        finally:
+            session_cluster.shutdown()
+        cluster.inventory = _write_inventory(cluster, folder)
+        yield cluster
+    finally:
+        left = cluster.stop()
+        assert not left, "left running by the foreign fixture: %s" % left
+
+
+def _write_inventory(cluster, folder):
+    """The operator's inventory: hosts by address, the service and its files, the login and the TLS files."""
+    inventory = os.path.join(folder, "inventory")
+    os.makedirs(os.path.join(inventory, "group_vars"))
+    hosts = {
+        host.name: dict(cluster.connection_vars(), ansible_host=host.address, tactician_jmx_port=JMX[host.name])
+        for host in cluster.hosts
+    }
+    controller = {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}
+    with open(os.path.join(inventory, "hosts.yml"), "w", encoding="utf-8") as handle:
+        yaml.safe_dump(
+            {"all": {"children": {"controller": {"hosts": controller}, "cassandra": {"hosts": hosts}}}}, handle
+        )
+    with open(os.path.join(inventory, "group_vars", "all.yml"), "w", encoding="utf-8") as handle:
+        yaml.safe_dump({"tactician_lock_dir": os.path.join(folder, "locks")}, handle)
+    group = dict(
+        tactician_service_name="cassandra",
+        tactician_config_file=CONF,
+        tactician_cassandra_home=HOME,
+        tactician_jmx_host="127.0.0.1",
+        tactician_cassandra_user=USER,
+        tactician_cassandra_password=PASSWORD,
+        tactician_tls=True,
+        tactician_ca_file=cluster.tls["ca"],
+        tactician_client_cert_file=cluster.tls["client_cert"],
+        tactician_client_key_file=cluster.tls["client_key"],
+        tactician_cassandra_replication_factor=2,
+    )
+    path = os.path.join(inventory, "group_vars", "cassandra.yml")
+    with open(path, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(group, handle)
+    os.chmod(path, 0o600)
+    return inventory
+
+
+def _settings(cluster, name):
+    values = {}
+    for host in cluster.hosts:
+        session_cluster, session = cql.connect(_login(cluster, host))
+        try:
+            row = session.execute("SELECT value FROM system_views.settings WHERE name = %s", [name]).one()
+            values[host.name] = row.value
+        finally:
+            session_cluster.shutdown()
+    return values
+
+
+def _roll(cluster, settings, check=False):
+    return run_playbook(
+        os.path.join(ROOT, "playbooks", "rolling_reconfigure.yml"),
+        cluster.inventory,
+        extra_vars={"tactician_store": "cassandra", "tactician_settings": settings},
+        check=check,
+        diff=check,
+    )
+
+
+def test_a_live_setting_rolls_over_ssh_into_the_packaged_cassandra_yaml(foreign_cassandra):
+    pids = {host.name: _server_pid(host) for host in foreign_cassandra.hosts}
+    result = _roll(foreign_cassandra, {"compaction_throughput": 32})
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert set(_settings(foreign_cassandra, "compaction_throughput").values()) == {"32MiB/s"}
+    for host in foreign_cassandra.hosts:
+        assert _server_pid(host) == pids[host.name], "a live change restarted %s" % host.name
+        with open(host.path(CONF), encoding="utf-8") as handle:
+            assert re.search(r"^compaction_throughput: 32MiB/s$", handle.read(), re.M), host.name
+
+
+def test_a_restart_setting_drains_and_restarts_through_the_service_script(foreign_cassandra):
+    pids = {host.name: _server_pid(host) for host in foreign_cassandra.hosts}
+    result = _roll(foreign_cassandra, {"native_transport_max_threads": 64})
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert set(_settings(foreign_cassandra, "native_transport_max_threads").values()) == {"64"}
+    for host in foreign_cassandra.hosts:
+        servers = _javas_of(host)
+        assert servers == [_server_pid(host)], "%s runs %s, its PID file says %s" % (host.name, servers, pids)
+        assert servers[0] != pids[host.name], "%s was not restarted" % host.name
+    steps = [res for task, _host, res in result.results if task.startswith("Reconfigure the node, restarted")]
+    assert len(steps) == 2 and all(res.get("restart_required") and res.get("downtime") for res in steps), steps
