@@ -241,6 +241,51 @@ class ForeignCluster:
             ansible_python_interpreter=sys.executable,
         )
 
+    def tls_vars(self):
+        """The inventory's TLS variables for the client certificate this fixture made (self.tls)."""
+        return dict(
+            tactician_tls=True,
+            tactician_ca_file=self.tls["ca"],
+            tactician_client_cert_file=self.tls["client_cert"],
+            tactician_client_key_file=self.tls["client_key"],
+        )
+
+    def write_inventory(self, folder, group, group_vars, all_vars=None, host_vars=None):
+        """The operator's inventory in folder: the controller (localhost) and the hosts in group, reached over
+        SSH; group_vars/<group>.yml and group_vars/all.yml (secrets: mode 0600). Returns its directory."""
+        import yaml
+
+        os.makedirs(os.path.join(folder, "group_vars"))
+        hosts = {
+            host.name: dict(self.connection_vars(), ansible_host=host.address, **(host_vars or {}).get(host.name, {}))
+            for host in self.hosts
+        }
+        controller = {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}
+        files = {
+            "hosts.yml": {"all": {"children": {"controller": {"hosts": controller}, group: {"hosts": hosts}}}},
+            os.path.join("group_vars", group + ".yml"): group_vars,
+            os.path.join("group_vars", "all.yml"): all_vars or {},
+        }
+        for name, content in files.items():
+            path = os.path.join(folder, name)
+            with open(path, "w", encoding="utf-8") as handle:
+                yaml.safe_dump(content, handle)
+            os.chmod(path, 0o600)
+        self.inventory = folder
+        return folder
+
+    def roll(self, store, settings, check=False):
+        """playbooks/rolling_reconfigure.yml on this cluster's inventory (check mode with diff when check)."""
+        from ansible_run import ROOT, run_playbook
+
+        return run_playbook(
+            os.path.join(ROOT, "playbooks", "rolling_reconfigure.yml"),
+            self.inventory,
+            extra_vars={"tactician_store": store, "tactician_settings": settings},
+            check=check,
+            diff=check,
+        )
+
     def stop(self):
         """Each host's stop commands (its servers), then its sshd; returns what could not be stopped."""
         left = []

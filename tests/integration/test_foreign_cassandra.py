@@ -20,12 +20,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 
 import foreign
 import pytest
-from ansible_run import ROOT, run_playbook
+from ansible_run import ROOT
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import server
@@ -334,19 +333,6 @@ def foreign_cassandra(tmp_path_factory):
 
 def _write_inventory(cluster, folder):
     """The operator's inventory: hosts by address, the service and its files, the login and the TLS files."""
-    inventory = os.path.join(folder, "inventory")
-    os.makedirs(os.path.join(inventory, "group_vars"))
-    hosts = {
-        host.name: dict(cluster.connection_vars(), ansible_host=host.address, tactician_jmx_port=JMX[host.name])
-        for host in cluster.hosts
-    }
-    controller = {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}
-    with open(os.path.join(inventory, "hosts.yml"), "w", encoding="utf-8") as handle:
-        yaml.safe_dump(
-            {"all": {"children": {"controller": {"hosts": controller}, "cassandra": {"hosts": hosts}}}}, handle
-        )
-    with open(os.path.join(inventory, "group_vars", "all.yml"), "w", encoding="utf-8") as handle:
-        yaml.safe_dump({"tactician_lock_dir": os.path.join(folder, "locks")}, handle)
     group = dict(
         tactician_service_name="cassandra",
         tactician_config_file=CONF,
@@ -354,17 +340,16 @@ def _write_inventory(cluster, folder):
         tactician_jmx_host="127.0.0.1",
         tactician_cassandra_user=USER,
         tactician_cassandra_password=PASSWORD,
-        tactician_tls=True,
-        tactician_ca_file=cluster.tls["ca"],
-        tactician_client_cert_file=cluster.tls["client_cert"],
-        tactician_client_key_file=cluster.tls["client_key"],
+        **cluster.tls_vars(),
         tactician_cassandra_replication_factor=2,
     )
-    path = os.path.join(inventory, "group_vars", "cassandra.yml")
-    with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(group, handle)
-    os.chmod(path, 0o600)
-    return inventory
+    return cluster.write_inventory(
+        os.path.join(folder, "inventory"),
+        "cassandra",
+        group,
+        all_vars={"tactician_lock_dir": os.path.join(folder, "locks")},
+        host_vars={host.name: {"tactician_jmx_port": JMX[host.name]} for host in cluster.hosts},
+    )
 
 
 def _settings(cluster, name):
@@ -379,19 +364,9 @@ def _settings(cluster, name):
     return values
 
 
-def _roll(cluster, settings, check=False):
-    return run_playbook(
-        os.path.join(ROOT, "playbooks", "rolling_reconfigure.yml"),
-        cluster.inventory,
-        extra_vars={"tactician_store": "cassandra", "tactician_settings": settings},
-        check=check,
-        diff=check,
-    )
-
-
 def test_a_live_setting_rolls_over_ssh_into_the_packaged_cassandra_yaml(foreign_cassandra):
     pids = {host.name: _server_pid(host) for host in foreign_cassandra.hosts}
-    result = _roll(foreign_cassandra, {"compaction_throughput": 32})
+    result = foreign_cassandra.roll("cassandra", {"compaction_throughput": 32})
     assert result.returncode == 0, result.stderr[-4000:]
     assert set(_settings(foreign_cassandra, "compaction_throughput").values()) == {"32MiB/s"}
     for host in foreign_cassandra.hosts:
@@ -402,7 +377,7 @@ def test_a_live_setting_rolls_over_ssh_into_the_packaged_cassandra_yaml(foreign_
 
 def test_a_restart_setting_drains_and_restarts_through_the_service_script(foreign_cassandra):
     pids = {host.name: _server_pid(host) for host in foreign_cassandra.hosts}
-    result = _roll(foreign_cassandra, {"native_transport_max_threads": 64})
+    result = foreign_cassandra.roll("cassandra", {"native_transport_max_threads": 64})
     assert result.returncode == 0, result.stderr[-4000:]
     assert set(_settings(foreign_cassandra, "native_transport_max_threads").values()) == {"64"}
     for host in foreign_cassandra.hosts:

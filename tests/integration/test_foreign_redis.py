@@ -170,47 +170,25 @@ def foreign_redis(tmp_path_factory):
 
 
 def _write_inventory(cluster, folder):
-    """The operator's inventory: hosts by address, the service and its config file, the password and TLS files."""
-    inventory = os.path.join(folder, "inventory")
-    os.makedirs(os.path.join(inventory, "group_vars"))
-    hosts = {host.name: dict(cluster.connection_vars(), ansible_host=host.address) for host in cluster.hosts}
-    controller = {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}
+    """The operator's inventory: hosts by address, the service and its config file, the password and TLS files,
+    and the rolling lock kept in the cluster being rolled (its key on the master of the key's slot)."""
     tls = dict(
         tls=True,
         ca_file=cluster.tls["ca"],
         client_cert_file=cluster.tls["client_cert"],
         client_key_file=cluster.tls["client_key"],
     )
-    # The rolling lock kept in the cluster being rolled (its key on the master of the key's slot).
     lock = dict(type="redis", address="%s:6379" % cluster.hosts[0].address, login_password=PASSWORD, **tls)
-    with open(os.path.join(inventory, "hosts.yml"), "w", encoding="utf-8") as handle:
-        yaml.safe_dump(
-            {
-                "all": {
-                    "children": {"controller": {"hosts": controller}, "redis": {"hosts": hosts}},
-                }
-            },
-            handle,
-        )
-    path = os.path.join(inventory, "group_vars", "all.yml")
-    with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump({"tactician_lock_store": lock}, handle)
-    os.chmod(path, 0o600)
     group = dict(
         tactician_service_name="redis-server",
         tactician_config_file=CONF,
         tactician_redis_password=PASSWORD,
-        tactician_tls=True,
-        tactician_ca_file=cluster.tls["ca"],
-        tactician_client_cert_file=cluster.tls["client_cert"],
-        tactician_client_key_file=cluster.tls["client_key"],
+        **cluster.tls_vars(),
         tactician_redis_replicas=1,
     )
-    path = os.path.join(inventory, "group_vars", "redis.yml")
-    with open(path, "w", encoding="utf-8") as handle:
-        yaml.safe_dump(group, handle)
-    os.chmod(path, 0o600)
-    return inventory
+    return cluster.write_inventory(
+        os.path.join(folder, "inventory"), "redis", group, all_vars={"tactician_lock_store": lock}
+    )
 
 
 def _config_get(cluster, key):
@@ -233,19 +211,9 @@ def _config_get(cluster, key):
     return values
 
 
-def _roll(cluster, settings, check=False):
-    return run_playbook(
-        os.path.join(ROOT, "playbooks", "rolling_reconfigure.yml"),
-        cluster.inventory,
-        extra_vars={"tactician_store": "redis", "tactician_settings": settings},
-        check=check,
-        diff=check,
-    )
-
-
 def test_a_live_setting_rolls_over_ssh_and_lands_in_the_packaged_config_file(foreign_redis):
     pids = {host.name: _server_pid(host) for host in foreign_redis.hosts}
-    result = _roll(foreign_redis, {"maxmemory-policy": "allkeys-lfu"})
+    result = foreign_redis.roll("redis", {"maxmemory-policy": "allkeys-lfu"})
     assert result.returncode == 0, result.stderr[-3000:]
     assert PASSWORD not in result.stderr
     assert set(_config_get(foreign_redis, "maxmemory-policy").values()) == {"allkeys-lfu"}
@@ -258,7 +226,7 @@ def test_a_live_setting_rolls_over_ssh_and_lands_in_the_packaged_config_file(for
             assert re.search(r"^maxmemory-policy allkeys-lfu$", handle.read(), re.M), host.name
         stat = os.stat(host.path(CONF))
         assert (stat.st_uid, stat.st_gid) == _redis_ids(), "the config file changed hands on %s" % host.name
-    again = _roll(foreign_redis, {"maxmemory-policy": "allkeys-lfu"})
+    again = foreign_redis.roll("redis", {"maxmemory-policy": "allkeys-lfu"})
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.changed() == 0 or not any(
         res.get("changed") for task, _host, res in again.results if task.startswith("Reconfigure the node")
@@ -267,10 +235,10 @@ def test_a_live_setting_rolls_over_ssh_and_lands_in_the_packaged_config_file(for
 
 def test_a_restart_setting_goes_through_the_service_script_and_starts_no_second_server(foreign_redis):
     pids = {host.name: _server_pid(host) for host in foreign_redis.hosts}
-    check = _roll(foreign_redis, {"rdbchecksum": "no"}, check=True)
+    check = foreign_redis.roll("redis", {"rdbchecksum": "no"}, check=True)
     assert check.returncode == 0, check.stderr[-3000:]
     assert {_server_pid(host) for host in foreign_redis.hosts} == set(pids.values()), "check mode restarted a node"
-    result = _roll(foreign_redis, {"rdbchecksum": "no"})
+    result = foreign_redis.roll("redis", {"rdbchecksum": "no"})
     assert result.returncode == 0, result.stderr[-3000:]
     assert set(_config_get(foreign_redis, "rdbchecksum").values()) == {"no"}
     for host in foreign_redis.hosts:
