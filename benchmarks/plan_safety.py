@@ -12,8 +12,10 @@ the whole cluster's ops. Step 30 s, lookahead 30 min, Markov forecast on the his
 
 Per trace (total ops over the whole trace, as a share of static-optimized):
 - default, static-optimized (the one configuration best for the whole trace, known in advance, in place from
-  the start), ceiling (each step's best, no switch cost: IRIS' "theoretical best") and offline optimum (the best
-  plan with the roll's cost, knowing the whole trace: what any controller could reach at most);
+  the start), static on the past (the one configuration best for the prehistory, rolled in from the defaults at
+  the first step: what a static tuner run when the controller starts would choose, knowing no more than it),
+  ceiling (each step's best, no switch cost: IRIS' "theoretical best") and offline optimum (the best plan with
+  the roll's cost, knowing the whole trace: what any controller could reach at most);
 - unguarded: the receding-horizon controller as it was (best_plan on the forecast, first switch when due);
 - guarded: the same behind planning/safety.decide() (forecast trusted only as far as its backtested errors say,
   persistence otherwise, the lower confidence bound of the gain, dwell and hysteresis), started on the defaults
@@ -218,8 +220,12 @@ def evaluate(item):
     from_static, _b = guarded(world, full, made, lookahead, static, policy, begin=begin)
     oracle, _b = guarded(world, full, made, lookahead, 0, policy, oracle=True, begin=begin)
     s = base["static_optimized"]
+    # What a static tuner running when the controller starts would choose: the one configuration best for the
+    # past it has observed (the prehistory), rolled in at the first step. Without a past it keeps the defaults.
+    past = int(np.argmax(world.line(pre).step_ops().sum(axis=0))) if len(pre) else 0
     values = {
         "default": base["default"],
+        "static_past": line.value([(0, past)], 0) if past != 0 else base["default"],
         "ceiling": base["theoretical_best"],
         "offline": offline,
         "unguarded": old,
@@ -228,12 +234,21 @@ def evaluate(item):
         "guarded_oracle": line.value(oracle, 0),
     }
     cost, _duration = roll_cost(line, 0, static) if static != 0 else (0.0, 0.0)
+    # The roll's cost counted apart and inside a plan's value differ by a few millionths of the trace.
+    slack = 1e-4 * s
     # The criteria of the issue, each passed or not; the half-gap's offline reference is shown beside it only.
     verdicts = {
         "static": values["guarded_static"] >= 0.99 * s,
-        "default": values["guarded_default"] >= s - cost - 1e-6,
+        "default": values["guarded_default"] >= s - cost - slack,
     }
-    checks = ["static %s" % _verdict(verdicts["static"]), "default %s" % _verdict(verdicts["default"])]
+    # Whether the static tuner on the past (a causal choice, as the guard's) meets the same criterion: where it
+    # does not, the criterion asks for the hindsight the static-optimized reference has.
+    past_ok = values["static_past"] >= s - cost - slack
+    checks = [
+        "static %s" % _verdict(verdicts["static"]),
+        "default %s" % _verdict(verdicts["default"])
+        + ("" if verdicts["default"] else " (static on the past %s)" % _verdict(past_ok)),
+    ]
     gap = values["ceiling"] - s
     if values["ceiling"] >= 1.1 * s:
         best_ours = max(values["guarded_default"], values["guarded_static"])
@@ -250,7 +265,7 @@ def evaluate(item):
         switches=len(line.applied(from_default, 0)),
         bases=bases,
     )
-    text = "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |" % (
+    text = "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |" % (
         name,
         seed,
         f"{s:,.0f}",
@@ -258,6 +273,7 @@ def evaluate(item):
             "%+.1f %%" % (100 * (values[key] / s - 1))
             for key in (
                 "default",
+                "static_past",
                 "ceiling",
                 "offline",
                 "unguarded",
@@ -329,10 +345,10 @@ def main():
         )
     )
     header = (
-        "| trace | seed | static-opt ops | default | ceiling | offline opt | unguarded | guarded from default | "
-        "guarded from static | guarded, oracle | switches (guarded) | criteria |"
+        "| trace | seed | static-opt ops | default | static on the past | ceiling | offline opt | unguarded | "
+        "guarded from default | guarded from static | guarded, oracle | switches (guarded) | criteria |"
     )
-    lines = [header, "|" + "---|" * 12]
+    lines = [header, "|" + "---|" * 13]
     print("\n".join(lines), flush=True)
     items = shapes(duration, seeds, args.prehistory_s, names)
     rows, failures = [], {}

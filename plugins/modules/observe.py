@@ -27,7 +27,11 @@ description:
   - With O(history), the samples are written to the history store and the rate trackers kept there, so the
     5-minute window fills up over successive runs. Nothing is written unless every node answered.
   - CPU and memory are those of the machine the module runs on; give O(nodes[].pid_file) to add the server
-    process's own CPU (C(extra.process_cpu_pct)) and O(nodes[].data_dir) for its data disk.
+    process's own CPU (C(extra.process_cpu_pct)) and O(nodes[].data_dir) for its data disk. For nodes on other
+    machines, give O(node_usage), the readings M(tactician.nosql.node_usage) took on each node over the same
+    window, and each sample's resources are then its node's own. Since those readings end after the window, the
+    usual way is two calls - O(defer_write=true) while M(tactician.nosql.node_usage) runs on the nodes, then
+    O(pending) with the readings (playbooks/tasks/observe_window.yml does both).
 version_added: 0.1.0
 author:
   - Tactician maintainers (@tactician)
@@ -44,10 +48,9 @@ options:
     type: str
     default: lab
   nodes:
-    description: The nodes to sample.
+    description: The nodes to sample. Required unless O(pending) is given.
     type: list
     elements: dict
-    required: true
     suboptions:
       address:
         description: Cassandra node address, Redis C(host:port), MongoDB C(host:port).
@@ -63,7 +66,8 @@ options:
         description: Data directory of the node, for disk usage.
         type: path
       host:
-        description: Inventory name of the node (accepted so the output of the cluster_nodes lookup can be passed).
+        description: Inventory name of the node (the cluster_nodes lookup gives it); O(node_usage) readings are
+          matched to the node by it.
         type: str
       jmx_port:
         description: Cassandra JMX port of this node, for nodetool with O(cassandra_home) (default 7199).
@@ -108,6 +112,28 @@ options:
     description: Seconds to wait for each connection.
     type: float
     default: 10
+  node_usage:
+    description:
+      - The results of M(tactician.nosql.node_usage) on the nodes (as registered, C(async_status) results
+        included), matched to O(nodes) by their inventory name (O(nodes[].host)) or address. Each sample's
+        C(resources) and C(extra.process_cpu_pct) are then read on its node over that sample's window;
+        C(extra.resources_from) names the node. A node whose readings failed or do not cover the window keeps
+        null resources and says why in C(extra.resources_error); the sample stands. Readings of a name that is no
+        node of the observation are refused.
+    type: list
+    elements: dict
+  defer_write:
+    description:
+      - Observe, return RV(pending) and write nothing, so the samples can be written by a second call with
+        O(pending) once the nodes' readings of this window are in.
+    type: bool
+    default: false
+  pending:
+    description:
+      - RV(pending) of a call with O(defer_write=true), as returned. Nothing is sampled - its samples get the
+        resources of O(node_usage) and are written to O(history) with the rate trackers. O(store) must be the
+        pending observation's. Exclusive with O(nodes).
+    type: dict
 attributes:
   check_mode:
     description: Observing changes nothing; in check mode the history is not written.
@@ -140,6 +166,10 @@ aggregate:
     sums the backlogs of every node, takes the worst SSTables per read and fragmentation and the mean fill.
   returned: success
   type: dict
+pending:
+  description: With O(defer_write=true), what a second call needs to write the samples (pass it as O(pending)).
+  returned: when O(defer_write=true)
+  type: dict
 summary:
   description: Lines for a person.
   returned: success
@@ -170,7 +200,6 @@ def main():
             nodes=dict(
                 type="list",
                 elements="dict",
-                required=True,
                 options=dict(
                     address=dict(type="str", required=True),
                     port=dict(type="int"),
@@ -190,22 +219,43 @@ def main():
             keyspaces=dict(type="list", elements="str", default=[], no_log=False),
             history=dict(type="str"),
             connect_timeout=dict(type="float", default=10.0),
+            node_usage=dict(type="list", elements="dict"),
+            defer_write=dict(type="bool", default=False),
+            pending=dict(type="dict"),
         ),
         required_together=[["login_user", "login_password"]],
+        required_one_of=[["nodes", "pending"]],
+        mutually_exclusive=[["nodes", "pending"], ["pending", "defer_write"]],
         supports_check_mode=True,
     )
     params = module.params
-    fail_imports(module, observe_stores.missing_libraries(params["store"]))
+    if params["pending"] is not None and params["pending"].get("store") != params["store"]:
+        module.fail_json(
+            msg="pending: an observation of %r, not of store %r; give the pending result of the same store"
+            % (params["pending"].get("store"), params["store"])
+        )
+    if params["pending"] is None:
+        fail_imports(module, observe_stores.missing_libraries(params["store"]))
     store = None
     try:
         # A node's address the client cannot parse raises a plain ValueError: its text alone, as always.
         with errors.reported_as(observe.ObserveError, None):
             if params["history"] and not module.check_mode:
                 store = history_store.open_history(params["history"])
-            with observe_stores.Probes(params) as probes:
-                result = observe.observe(
-                    probes, params["store"], params["cluster"], params["duration"], params["interval"], history=store
-                )
+            if params["pending"] is not None:
+                result = observe.complete(params["pending"], params["node_usage"], history=store)
+            else:
+                with observe_stores.Probes(params) as probes:
+                    result = observe.observe(
+                        probes,
+                        params["store"],
+                        params["cluster"],
+                        params["duration"],
+                        params["interval"],
+                        history=store,
+                        defer=params["defer_write"],
+                        node_usage=params["node_usage"],
+                    )
     except TacticianError as exc:
         fail(module, exc)
     finally:

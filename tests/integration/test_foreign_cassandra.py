@@ -20,11 +20,12 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 
 import foreign
 import pytest
-from ansible_run import ROOT
+from ansible_run import ROOT, run_playbook
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import server
@@ -342,6 +343,9 @@ def _write_inventory(cluster, folder):
         tactician_cassandra_password=PASSWORD,
         **cluster.tls_vars(),
         tactician_cassandra_replication_factor=2,
+        # where observe's readings on each node find the server's process and its data
+        tactician_pid_file=PIDFILE,
+        tactician_data_dir="/var/lib/cassandra",
     )
     return cluster.write_inventory(
         os.path.join(folder, "inventory"),
@@ -386,3 +390,64 @@ def test_a_restart_setting_drains_and_restarts_through_the_service_script(foreig
         assert servers[0] != pids[host.name], "%s was not restarted" % host.name
     steps = [res for task, _host, res in result.results if task.startswith("Reconfigure the node, restarted")]
     assert len(steps) == 2 and all(res.get("restart_required") and res.get("downtime") for res in steps), steps
+
+
+def _small_load(cluster, stop):
+    """Reads and writes over TLS until stop is set, so there is a workload to observe."""
+    session_cluster, session = cql.connect(_login(cluster))
+    try:
+        session.execute("CREATE TABLE IF NOT EXISTS %s.kv (k int PRIMARY KEY, v text)" % KEYSPACE)
+        write = session.prepare("INSERT INTO %s.kv (k, v) VALUES (?, ?)" % KEYSPACE)
+        read = session.prepare("SELECT v FROM %s.kv WHERE k = ?" % KEYSPACE)
+        i = 0
+        while not stop.is_set():
+            session.execute(write, (i % 500, "value %d" % i))
+            session.execute(read, ((i * 7) % 500,))
+            i += 1
+    finally:
+        session_cluster.shutdown()
+
+
+def test_autotune_plans_from_cpu_memory_and_disk_read_on_each_node(foreign_cassandra, tmp_path):
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
+
+    stop = threading.Event()
+    load = threading.Thread(target=_small_load, args=(foreign_cassandra, stop))
+    load.start()
+    try:
+        time.sleep(3)
+        result = run_playbook(
+            os.path.join(ROOT, "playbooks", "autotune.yml"),
+            foreign_cassandra.inventory,
+            dict(
+                tactician_store="cassandra",
+                tactician_model_file=os.path.join(ROOT, "catalog", "models", "cassandra-lab.json"),
+                tactician_history=str(tmp_path / "history.sqlite3"),
+                tactician_plans_dir=str(tmp_path / "plans"),
+                tactician_reports_dir=str(tmp_path / "reports"),
+                tactician_autotune_observe_s=12,
+                tactician_autotune_keyspaces=[KEYSPACE],
+            ),
+        )
+    finally:
+        stop.set()
+        load.join()
+    assert result.returncode == 0, result.stderr[-4000:]
+    launched = [res for task, _host, res in result.results if task.startswith("Read CPU, memory and disk")]
+    assert launched and all(res.get("ansible_job_id") for res in launched), launched
+    store = history_store.open_history(str(tmp_path / "history.sqlite3"), create=False, readonly=True)
+    try:
+        samples = store.samples(cluster="cassandra")
+    finally:
+        store.close()
+    nodes = [s for s in samples if s["node"] != "cluster"]
+    assert len(nodes) == 3 * len(foreign_cassandra.hosts), [s["node"] for s in samples]
+    for sample in nodes:
+        extra = sample["extra"]
+        assert extra.get("resources_from") in ("node cass-a", "node cass-b"), extra.get("resources_error")
+        assert sample["resources"]["cpu_pct"] is not None and sample["resources"]["disk_bytes"] > 0
+        # the server's own CPU, from the PID file the inventory names, read on its host
+        assert extra.get("process_cpu_pct") is not None and extra["process_cpu_pct"] > 0
+    assert {s["extra"]["resources_from"] for s in nodes} == {"node cass-a", "node cass-b"}
+    assert sum(s["throughput"] for s in samples if s["node"] == "cluster") > 0
+    assert len(list((tmp_path / "plans").glob("cassandra-2*.yml"))) == 1

@@ -26,7 +26,9 @@ class Probes:
     def __enter__(self):
         try:
             for node in self.params["nodes"]:
-                self.probes.append(getattr(self, "_" + self.params["store"])(node))
+                probe = getattr(self, "_" + self.params["store"])(node)
+                probe.host = node.get("host")
+                self.probes.append(probe)
         except Exception:
             self.__exit__(None, None, None)
             raise

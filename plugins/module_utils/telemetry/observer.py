@@ -61,8 +61,9 @@ class Probe:
     """A node and the function that snapshots it; pid_file and data_dir add the server process's CPU and the
     data disk's usage when the node runs on this machine."""
 
-    def __init__(self, node, snapshot, pid_file=None, data_dir=None, counted=True, final_state=None):
+    def __init__(self, node, snapshot, pid_file=None, data_dir=None, counted=True, final_state=None, host=None):
         self.node = node
+        self.host = host
         self._snapshot = snapshot
         self.pid_file = pid_file
         self.data_dir = data_dir
@@ -167,11 +168,16 @@ def observe(
     clock=_time.time,
     sleep=_time.sleep,
     machine=True,
+    defer=False,
+    node_usage=None,
 ):
     """Observe the probes for duration seconds; returns {"samples": [...per node], "aggregate": sample}.
 
     history: a HistoryStore (or None). Its saved rate trackers are resumed, and the samples and trackers are
-    written back in one go once every node has answered."""
+    written back in one go once every node has answered. node_usage: readings taken on the nodes
+    (apply_node_usage); each sample's resources are then its node's own, not this machine's. defer: write
+    nothing and return, under "pending", what complete() needs to write the samples once the readings the nodes
+    took over this same window are in."""
     if store not in OPERATION_COUNTERS:
         raise ObserveError("store: %r is not allowed; choose one of %s" % (store, ", ".join(OPERATION_COUNTERS)))
     if duration <= 0 or interval <= 0:
@@ -250,11 +256,140 @@ def observe(
                 state=node_state(store, readings[probe.node], final, rates),
             )
         )
+    hosts = {probe.node: probe.host for probe in probes if probe.host}
+    if node_usage is not None:
+        apply_node_usage(samples, hosts, node_usage)
     aggregate = _aggregate(store, cluster, end, duration, samples, probes, trackers, first)
+    if defer:
+        pending = {
+            "store": store,
+            "cluster": cluster,
+            "samples": samples,
+            "aggregate": aggregate,
+            "hosts": hosts,
+            "trackers": {probe.node: trackers[probe.node].to_dict() for probe in probes},
+        }
+        return {"samples": samples, "aggregate": aggregate, "pending": pending}
     if history is not None:
-        history.add_samples(samples + [aggregate])
-        for probe in probes:
-            history.save_state(_state_key(store, cluster, probe.node), trackers[probe.node].to_dict())
+        _write(history, store, cluster, samples + [aggregate], {p.node: trackers[p.node] for p in probes})
+    return {"samples": samples, "aggregate": aggregate}
+
+
+def _write(history, store, cluster, samples, trackers):
+    history.add_samples(samples)
+    for node, tracker in trackers.items():
+        history.save_state(_state_key(store, cluster, node), tracker.to_dict())
+
+
+def _usage_entries(node_usage):
+    """{node name: readings} of node_usage (the node_usage module's results, async_status's included); a result
+    that failed maps to its message."""
+    if not isinstance(node_usage, (list, tuple)):
+        raise ObserveError("node_usage: %r is not a list of the node_usage module's results" % (node_usage,))
+    out = {}
+    for index, entry in enumerate(node_usage):
+        field = "node_usage[%d]" % index
+        if not isinstance(entry, dict) or not isinstance(entry.get("node") or entry.get("item"), str):
+            raise ObserveError("%s: not a node_usage result (it needs node, the node's inventory name)" % field)
+        name = entry.get("node") or entry["item"]
+        # A reading that failed: its result as the module left it, or with failed_when false only its message.
+        if entry.get("failed") or (not entry.get("snapshots") and entry.get("msg")):
+            out[name] = "the reading on the node failed: %s" % (entry.get("msg") or "no message")
+            continue
+        snapshots = entry.get("snapshots")
+        if not isinstance(snapshots, list) or not snapshots:
+            raise ObserveError("%s.snapshots: missing or empty; give the node_usage module's result" % field)
+        for k, snap in enumerate(snapshots):
+            if not isinstance(snap, dict) or not all(key in snap for key in ("t", "cpu", "mem")):
+                raise ObserveError("%s.snapshots[%d]: needs t, cpu and mem (a node_usage reading)" % (field, k))
+            telemetry.check_number("%s.snapshots[%d].t" % (field, k), snap["t"], minimum=0, error=ObserveError)
+        out[name] = entry
+    return out
+
+
+def apply_node_usage(samples, hosts, node_usage):
+    """Put each node's own resources, read on the node over the sample's window (resources.window_usage), into
+    its sample: the machine's readings are replaced, and extra says where they came from (resources_from,
+    node_cpus, process_cpu_pct) or why there are none (resources_error: a node whose readings failed or do not
+    cover the window keeps null resources; the sample stands). hosts: {sample node: inventory name}. Readings
+    of a name that matches no sample are refused."""
+    entries = _usage_entries(node_usage)
+    names = {hosts.get(sample["node"], sample["node"]): sample for sample in samples}
+    unknown = sorted(name for name in entries if name not in names and name not in {s["node"] for s in samples})
+    if unknown:
+        raise ObserveError(
+            "node_usage: %s is no node of this observation; its nodes: %s"
+            % (", ".join(unknown), ", ".join(sorted(names)))
+        )
+    for sample in samples:
+        name = hosts.get(sample["node"], sample["node"])
+        entry = entries.get(name, entries.get(sample["node"]))
+        extra = sample.setdefault("extra", {})
+        extra.pop("process_cpu_pct", None)
+        if entry is None:
+            sample["resources"] = resources_mod.sample_resources()
+            extra["resources_error"] = "no readings from the node %s" % name
+            continue
+        if isinstance(entry, str):
+            sample["resources"] = resources_mod.sample_resources()
+            extra["resources_error"] = entry
+            continue
+        end = float(sample["time"])
+        found, process, why = resources_mod.window_usage(entry, end - float(sample["window_s"]), end)
+        if why:
+            sample["resources"] = resources_mod.sample_resources()
+            extra["resources_error"] = why
+            continue
+        sample["resources"] = found
+        extra["resources_from"] = "node %s" % name
+        if entry.get("cpus"):
+            extra["node_cpus"] = int(entry["cpus"])
+        if process is not None:
+            extra["process_cpu_pct"] = process
+        telemetry.validate_sample(sample)
+
+
+def _mean_resources(samples):
+    resources = {}
+    for key in telemetry.RESOURCES:
+        values = [s["resources"][key] for s in samples if s["resources"].get(key) is not None]
+        resources[key] = sum(values) / len(values) if values else None
+    return resources
+
+
+def complete(pending, node_usage, history=None):
+    """Write a deferred observation (observe(defer=True)'s "pending") with the resources the nodes read over its
+    window (apply_node_usage); the cluster's sample takes their mean. Returns {"samples", "aggregate"}."""
+    if not isinstance(pending, dict):
+        raise ObserveError("pending: %r is not the pending result of a deferred observe" % (pending,))
+    for key in ("store", "cluster", "samples", "aggregate", "trackers"):
+        if key not in pending:
+            raise ObserveError("pending.%s: missing; give the pending result of a deferred observe as it is" % key)
+    store, cluster = pending["store"], pending["cluster"]
+    samples = [dict(sample) for sample in pending["samples"]]
+    for index, sample in enumerate(samples + [pending["aggregate"]]):
+        try:
+            telemetry.validate_sample(sample)
+        except telemetry.SampleError as exc:
+            raise ObserveError("pending.samples[%d].%s" % (index, exc)) from None
+        if sample["store"] != store or sample["cluster"] != cluster:
+            raise ObserveError(
+                "pending.samples[%d]: of %s %s, not of the pending %s %s"
+                % (index, sample["store"], sample["cluster"], store, cluster)
+            )
+    if node_usage is not None:
+        apply_node_usage(samples, dict(pending.get("hosts") or {}), node_usage)
+    aggregate = dict(pending["aggregate"])
+    aggregate["resources"] = _mean_resources(samples)
+    telemetry.validate_sample(aggregate)
+    trackers = {}
+    for node, data in pending["trackers"].items():
+        try:
+            trackers[node] = rates_mod.RateTracker.from_dict(data)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise ObserveError("pending.trackers.%s: not a rate tracker: %s" % (node, exc)) from None
+    if history is not None:
+        _write(history, store, cluster, samples + [aggregate], trackers)
     return {"samples": samples, "aggregate": aggregate}
 
 
@@ -279,10 +414,7 @@ def _aggregate(store, cluster, end, duration, samples, probes, trackers, firsts=
             for key, value in points.items():
                 if value is not None and (into.get(key) is None or value > into[key]):
                     into[key] = value
-    resources = {}
-    for key in telemetry.RESOURCES:
-        values = [s["resources"][key] for s in samples if s["resources"].get(key) is not None]
-        resources[key] = sum(values) / len(values) if values else None
+    resources = _mean_resources(samples)
     return telemetry.new_sample(
         store,
         cluster,
@@ -300,26 +432,28 @@ def _aggregate(store, cluster, end, duration, samples, probes, trackers, firsts=
 
 
 def summary(result):
-    """Lines a person reads: per node and for the cluster, throughput, read ratio, hit ratios and the state
-    fields that have a value."""
+    """Lines a person reads: per node and for the cluster, throughput, read ratio, hit ratios, CPU (and the node it
+    was read on) and the state fields that have a value."""
     lines = []
     for sample in result["samples"] + [result["aggregate"]]:
         hits = ", ".join("%s %.3f" % (k, v) for k, v in sample["hit_ratio"].items() if v is not None)
         state = ", ".join("%s %.4g" % (k, v) for k, v in (sample.get("state") or {}).items() if v is not None)
+        extra = sample.get("extra", {})
         rr = sample["read_ratio"]
+        cpu = sample["resources"]["cpu_pct"]
+        notes = [("state not read", extra.get("state_error")), ("resources not read", extra.get("resources_error"))]
         lines.append(
-            "%s %s: %.1f ops/s, read ratio %s%s; cpu %s%%%s%s"
+            "%s %s: %.1f ops/s, read ratio %s%s; cpu %s%%%s%s%s"
             % (
                 sample["store"],
                 sample["node"],
                 sample["throughput"],
                 "n/a" if rr is None else "%.3f" % rr,
                 ("; hit " + hits) if hits else "",
-                "n/a" if sample["resources"]["cpu_pct"] is None else "%.0f" % sample["resources"]["cpu_pct"],
+                "n/a" if cpu is None else "%.0f" % cpu,
+                " (read on %s)" % extra["resources_from"] if extra.get("resources_from") else "",
                 ("; state " + state) if state else "",
-                ("; state not read: " + sample["extra"]["state_error"])
-                if sample.get("extra", {}).get("state_error")
-                else "",
+                "".join("; %s: %s" % (label, text) for label, text in notes if text),
             )
         )
     return lines

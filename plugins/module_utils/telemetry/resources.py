@@ -1,6 +1,7 @@
 # Copyright: Tactician maintainers
 # Apache License 2.0 (see LICENSE)
-"""Machine resource readings on Linux: CPU split from /proc/stat, memory from /proc/meminfo, disk from statvfs.
+"""Machine resource readings on Linux: CPU split from /proc/stat, memory from /proc/meminfo, disk from statvfs;
+and the same taken on a node over a window (measure_node, module node_usage) for observe to put in its samples.
 
 Standard library only: this file is shipped to managed nodes. Unreadable input raises ``ReadingError`` (a
 ValueError) naming the field.
@@ -9,8 +10,10 @@ ValueError) naming the field.
 from __future__ import annotations
 
 import os
+import time
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TelemetryError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.process import cpu_seconds, read_pid
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import RESOURCES, check_number
 
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -130,3 +133,82 @@ def sample_resources(cpu=None, memory=None, disk=None):
             if key in resources:
                 resources[key] = value
     return resources
+
+
+# ------------------------------------------------------------------------------------------------ on the node
+def node_snapshot(clock, pid=None):
+    """One reading of this machine at clock(): {"t", "cpu" (the /proc/stat cpu line's ticks), "mem" (memory_usage),
+    "process_cpu_s" (the process pid's CPU seconds, or None)}."""
+    return {
+        "t": float(clock()),
+        "cpu": read_proc_stat()["cpu"],
+        "mem": memory_usage(read_meminfo()),
+        "process_cpu_s": cpu_seconds(pid) if pid else None,
+    }
+
+
+def measure_node(duration, interval=1.0, pid_file=None, data_dir=None, clock=None, sleep=None):
+    """Readings of this machine every interval seconds for duration seconds (node_snapshot each, oldest first),
+    taken where the module runs: on the node. Returns {"snapshots", "disk" (disk_usage of data_dir, or None),
+    "cpus", "pid" (read from pid_file, or None)}; window_usage() turns them into a sample's resources over any
+    window inside them."""
+    clock = clock or time.time
+    sleep = sleep or time.sleep
+    check_number("duration", duration, minimum=0, error=ReadingError)
+    check_number("interval", interval, minimum=0.1, error=ReadingError)
+    if data_dir is not None and not os.path.isdir(data_dir):
+        raise ReadingError("data_dir: %s is not a directory on this node" % data_dir)
+    pid = read_pid(pid_file) if pid_file else None
+    if pid_file and pid is None:
+        raise ReadingError("pid_file: %s holds no process ID on this node" % pid_file)
+    start = clock()
+    snapshots = [node_snapshot(clock, pid)]
+    while clock() - start < duration - 1e-6:
+        sleep(max(0.0, min(interval, duration - (clock() - start))))
+        snapshots.append(node_snapshot(clock, pid))
+    return {
+        "snapshots": snapshots,
+        "disk": disk_usage(data_dir) if data_dir else None,
+        "cpus": os.cpu_count(),
+        "pid": pid,
+    }
+
+
+def window_usage(measured, start, end, min_cover=0.75):
+    """A sample's resources over [start, end] from measure_node()'s readings, and the server process's CPU:
+    (resources, process_cpu_pct or None, None) or (None, None, why) when the readings do not cover at least
+    min_cover of the window (clocks apart, or a measurement that began late or ended early)."""
+    snapshots = sorted(measured.get("snapshots") or [], key=lambda s: s["t"])
+    if end <= start:
+        return None, None, "the window is empty (%r to %r)" % (start, end)
+    inside = [s for s in snapshots if start - 1e-6 <= s["t"] <= end + 1e-6]
+    before = [s for s in snapshots if s["t"] < start]
+    after = [s for s in snapshots if s["t"] > end]
+    # The readings nearest the window's edges: the last before it may stand for its start (and the first after
+    # it for its end) when it lies within a reading interval of the edge.
+    first = inside[0] if inside else None
+    last = inside[-1] if inside else None
+    if before and (first is None or start - before[-1]["t"] < first["t"] - start):
+        first = before[-1]
+    if after and (last is None or after[0]["t"] - end < end - last["t"]):
+        last = after[0]
+    if first is None or last is None or last["t"] <= first["t"]:
+        return None, None, "no readings on the node between %.1f and %.1f" % (start, end)
+    overlap = min(end, last["t"]) - max(start, first["t"])
+    if overlap < min_cover * (end - start):
+        return (
+            None,
+            None,
+            "the node's readings (%.1f to %.1f) cover %.0f %% of the window (%.1f to %.1f); are the clocks in sync?"
+            % (first["t"], last["t"], 100.0 * max(overlap, 0.0) / (end - start), start, end),
+        )
+    cpu = cpu_split(first["cpu"], last["cpu"])
+    used = [s for s in snapshots if first["t"] <= s["t"] <= last["t"]]
+    memory = dict(used[-1]["mem"])
+    memory["mem_bytes"] = int(round(sum(s["mem"]["mem_bytes"] for s in used) / len(used)))
+    total = memory.get("mem_total_bytes")
+    memory["mem_pct"] = 100.0 * memory["mem_bytes"] / total if total else None
+    process = None
+    if first.get("process_cpu_s") is not None and last.get("process_cpu_s") is not None:
+        process = 100.0 * max(last["process_cpu_s"] - first["process_cpu_s"], 0.0) / (last["t"] - first["t"])
+    return sample_resources(cpu, memory, measured.get("disk")), process, None
