@@ -133,7 +133,7 @@ options:
       - RV(pending) of a call with O(defer_write=true), as returned. Nothing is sampled - its samples get the
         resources of O(node_usage) and are written to O(history) with the rate trackers. O(store) must be the
         pending observation's. Exclusive with O(nodes).
-    type: dict
+    type: str
 attributes:
   check_mode:
     description: Observing changes nothing; in check mode the history is not written.
@@ -167,9 +167,10 @@ aggregate:
   returned: success
   type: dict
 pending:
-  description: With O(defer_write=true), what a second call needs to write the samples (pass it as O(pending)).
+  description: With O(defer_write=true), what a second call needs to write the samples (pass it as O(pending)), as one
+    packed line of text (the samples and the rate trackers; no secret).
   returned: when O(defer_write=true)
-  type: dict
+  type: str
 summary:
   description: Lines for a person.
   returned: success
@@ -221,7 +222,7 @@ def main():
             connect_timeout=dict(type="float", default=10.0),
             node_usage=dict(type="list", elements="dict"),
             defer_write=dict(type="bool", default=False),
-            pending=dict(type="dict"),
+            pending=dict(type="str"),
         ),
         required_together=[["login_user", "login_password"]],
         required_one_of=[["nodes", "pending"]],
@@ -229,12 +230,18 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if params["pending"] is not None and params["pending"].get("store") != params["store"]:
-        module.fail_json(
-            msg="pending: an observation of %r, not of store %r; give the pending result of the same store"
-            % (params["pending"].get("store"), params["store"])
-        )
-    if params["pending"] is None:
+    pending = None
+    if params["pending"] is not None:
+        try:
+            pending = observe.unpack_pending(params["pending"])
+        except TacticianError as exc:
+            fail(module, exc)
+        if pending.get("store") != params["store"]:
+            module.fail_json(
+                msg="pending: an observation of %r, not of store %r; give the pending result of the same store"
+                % (pending.get("store"), params["store"])
+            )
+    else:
         fail_imports(module, observe_stores.missing_libraries(params["store"]))
     store = None
     try:
@@ -242,8 +249,8 @@ def main():
         with errors.reported_as(observe.ObserveError, None):
             if params["history"] and not module.check_mode:
                 store = history_store.open_history(params["history"])
-            if params["pending"] is not None:
-                result = observe.complete(params["pending"], params["node_usage"], history=store)
+            if pending is not None:
+                result = observe.complete(pending, params["node_usage"], history=store)
             else:
                 with observe_stores.Probes(params) as probes:
                     result = observe.observe(
@@ -261,6 +268,8 @@ def main():
     finally:
         if store is not None:
             store.close()
+    if "pending" in result:
+        result["pending"] = observe.pack_pending(result["pending"])
     module.exit_json(changed=False, summary=observe.summary(result), **result)
 
 

@@ -274,16 +274,18 @@ class ForeignCluster:
         self.inventory = folder
         return folder
 
-    def roll(self, store, settings, check=False):
-        """playbooks/rolling_reconfigure.yml on this cluster's inventory (check mode with diff when check)."""
+    def roll(self, store, settings, check=False, extra_vars=None, on_event=None):
+        """playbooks/rolling_reconfigure.yml on this cluster's inventory (check mode with diff when check);
+        extra_vars are added to the store and the settings, on_event is run_playbook's."""
         from ansible_run import ROOT, run_playbook
 
         return run_playbook(
             os.path.join(ROOT, "playbooks", "rolling_reconfigure.yml"),
             self.inventory,
-            extra_vars={"tactician_store": store, "tactician_settings": settings},
+            extra_vars=dict(extra_vars or {}, tactician_store=store, tactician_settings=settings),
             check=check,
             diff=check,
+            on_event=on_event,
         )
 
     def stop(self):

@@ -433,8 +433,15 @@ def test_autotune_plans_from_cpu_memory_and_disk_read_on_each_node(foreign_cassa
         stop.set()
         load.join()
     assert result.returncode == 0, result.stderr[-4000:]
-    launched = [res for task, _host, res in result.results if task.startswith("Read CPU, memory and disk")]
-    assert launched and all(res.get("ansible_job_id") for res in launched), launched
+    launched = [
+        item
+        for task, _host, res in result.results
+        if task.startswith("Read CPU, memory and disk")
+        for item in res.get("results", [res])
+    ]
+    # started on both nodes, over SSH, in the background of every window
+    assert {item["item"] for item in launched} == {"cass-a", "cass-b"}
+    assert all(item.get("ansible_job_id") for item in launched), launched
     store = history_store.open_history(str(tmp_path / "history.sqlite3"), create=False, readonly=True)
     try:
         samples = store.samples(cluster="cassandra")

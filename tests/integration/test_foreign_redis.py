@@ -13,8 +13,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import foreign
@@ -317,3 +319,150 @@ def test_the_installed_tarball_rolls_the_cluster_by_its_playbook_name(foreign_re
     assert roll.returncode == 0, roll.stdout[-4000:] + roll.stderr[-2000:]
     assert PASSWORD not in roll.stdout + roll.stderr
     assert set(_config_get(foreign_redis, "maxmemory-samples").values()) == {"7"}
+
+
+class _Load:
+    """A client of the cluster over TLS (hostname verified, the client certificate presented) writing a new key
+    and reading an older one, one after the other, until stopped: every error is counted, every write the
+    cluster acknowledged is kept to be read back."""
+
+    def __init__(self, cluster):
+        from redis.backoff import ExponentialBackoff
+        from redis.cluster import ClusterNode, RedisCluster
+        from redis.retry import Retry
+
+        self.client = RedisCluster(
+            startup_nodes=[ClusterNode(host.address, 6379) for host in cluster.hosts],
+            password=PASSWORD,
+            ssl=True,
+            ssl_ca_certs=cluster.tls["ca"],
+            ssl_certfile=cluster.tls["client_cert"],
+            ssl_keyfile=cluster.tls["client_key"],
+            ssl_check_hostname=True,
+            decode_responses=True,
+            retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), 10),
+            socket_timeout=5,
+        )
+        self.acknowledged, self.failed, self.reads = [], [], 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        i = 0
+        while not self.stop.is_set():
+            key = "foreign:load:%d" % i
+            try:
+                self.client.set(key, "v%d" % i)
+                self.acknowledged.append(key)
+                if i > 10:
+                    self.client.get("foreign:load:%d" % (i // 2))
+                    self.reads += 1
+            except Exception as exc:  # every kind of failure a client sees counts
+                self.failed.append("%s: %s" % (type(exc).__name__, exc))
+            i += 1
+            time.sleep(0.005)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=30)
+
+    def missing(self):
+        """The acknowledged keys the cluster no longer has."""
+        lost = [key for key in self.acknowledged if self.client.get(key) is None]
+        self.client.close()
+        return lost
+
+
+def _other_rdbchecksum(cluster):
+    """A restart setting that changes something: rdbchecksum flipped from what the cluster runs."""
+    return {"rdbchecksum": "yes" if set(_config_get(cluster, "rdbchecksum").values()) == {"no"} else "no"}
+
+
+def test_a_restart_roll_under_load_fails_no_operation_and_keeps_every_acknowledged_write(foreign_redis):
+    wanted = _other_rdbchecksum(foreign_redis)
+    with _Load(foreign_redis) as load:
+        time.sleep(2)
+        result = foreign_redis.roll("redis", wanted)
+        time.sleep(2)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert load.failed == [], load.failed[:5]
+    assert len(load.acknowledged) > 100 and load.reads > 50
+    assert load.missing() == []
+    assert set(_config_get(foreign_redis, "rdbchecksum").values()) == {wanted["rdbchecksum"]}
+    again = foreign_redis.roll("redis", wanted)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert not any(res.get("changed") for task, _host, res in again.results if task.startswith("Reconfigure the node"))
+
+
+def test_two_controllers_at_once_the_second_is_refused_by_the_lock_in_the_cluster(foreign_redis):
+    wanted = _other_rdbchecksum(foreign_redis)
+    locked = threading.Event()
+
+    def on_event(event):
+        data = event.get("event_data", {})
+        if event.get("event") == "runner_on_ok" and str(data.get("task", "")).startswith("Take the cluster's rolling"):
+            locked.set()
+
+    first = {}
+    worker = threading.Thread(target=lambda: first.update(run=foreign_redis.roll("redis", wanted, on_event=on_event)))
+    worker.start()
+    try:
+        assert locked.wait(300), "the first roll never took the lock"
+        # A second controller: its own run (its own process and run id), the same cluster, the same settings.
+        second = foreign_redis.roll("redis", wanted)
+    finally:
+        worker.join(timeout=1800)
+    assert second.returncode != 0
+    assert "is held by" in second.stderr, second.stderr[-3000:]
+    assert first["run"].returncode == 0, first["run"].stderr[-3000:]
+    assert not any(task.startswith("Reconfigure the node") for task, _host, _res in second.results)
+    assert set(_config_get(foreign_redis, "rdbchecksum").values()) == {wanted["rdbchecksum"]}
+
+
+def test_a_node_killed_as_it_restarts_is_rolled_back_and_the_roll_stops(foreign_redis):
+    """The last test of the module: it leaves the cluster whole, on its previous configuration."""
+    before = {host.name: _server_pid(host) for host in foreign_redis.hosts}
+    wanted = _other_rdbchecksum(foreign_redis)
+    old = "no" if wanted["rdbchecksum"] == "yes" else "yes"
+    killed = {}
+    stop = threading.Event()
+
+    def kill_the_first_new_server():
+        while not stop.is_set() and not killed:
+            for host in foreign_redis.hosts:
+                try:
+                    pid = _server_pid(host)
+                except (OSError, ValueError):
+                    continue
+                if pid != before[host.name]:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.update(host=host, pid=pid)
+                    return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_the_first_new_server, daemon=True)
+    killer.start()
+    try:
+        result = foreign_redis.roll("redis", wanted, extra_vars={"tactician_rejoin_timeout": 30})
+    finally:
+        stop.set()
+        killer.join(timeout=10)
+    assert killed, "no node was restarted: %s" % result.stderr[-2000:]
+    assert result.returncode != 0
+    steps = [res for task, host, res in result.results if task.startswith("Reconfigure the node, restarted")]
+    failed = [res for res in steps if res.get("failed")]
+    assert len(failed) == 1 and failed[0]["rollback"]["ok"], failed
+    assert "rolled back" in failed[0]["msg"]
+    assert len(steps) == 1, "the roll went on after the failed node: %d steps" % len(steps)
+    host = killed["host"]
+    with open(host.path(CONF), encoding="utf-8") as handle:
+        assert re.search(r"^rdbchecksum %s$" % old, handle.read(), re.M), "not restored on %s" % host.name
+    assert _servers_of(host) == [_server_pid(host)] and _server_pid(host) != killed["pid"]
+    _wait_cluster_ok(foreign_redis)
+    assert set(_config_get(foreign_redis, "rdbchecksum").values()) == {old}
+    # The rollback succeeded, so the lock was given back: the next roll may start.
+    assert _cli(foreign_redis, foreign_redis.hosts[0].address, "-c", "EXISTS", "tactician:lock:redis").strip() == "0"

@@ -18,8 +18,11 @@ real work too), with samples.aggregate_state.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import time as _time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TelemetryError
@@ -347,6 +350,29 @@ def apply_node_usage(samples, hosts, node_usage):
         if process is not None:
             extra["process_cpu_pct"] = process
         telemetry.validate_sample(sample)
+
+
+PENDING_PREFIX = "tactician.pending/v1:"
+
+
+def pack_pending(pending):
+    """observe(defer=True)'s pending as one opaque line of text. It passes through Ansible, which masks every
+    string equal to a value of a no_log option (a password that is also the cluster's name, say): a packed
+    record keeps its fields out of reach of that."""
+    raw = json.dumps(pending, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return PENDING_PREFIX + base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+
+
+def unpack_pending(text):
+    """pack_pending's record back; ObserveError when text is not one."""
+    if not isinstance(text, str) or not text.startswith(PENDING_PREFIX):
+        raise ObserveError("pending: not the pending result of a deferred observe (it starts with %s)" % PENDING_PREFIX)
+    try:
+        return json.loads(zlib.decompress(base64.b64decode(text[len(PENDING_PREFIX) :], validate=True)))
+    except (ValueError, zlib.error) as exc:
+        raise ObserveError(
+            "pending: the record is damaged (%s); give the pending result as it was returned" % exc
+        ) from None
 
 
 def _mean_resources(samples):

@@ -153,3 +153,18 @@ def test_a_reading_registered_with_failed_when_false_counts_as_failed():
     written = observe.complete(result["pending"], [quiet, usage("cache2", clock.now - 12, 20)])
     assert "EACCES" in written["samples"][0]["extra"]["resources_error"]
     assert written["samples"][1]["resources"]["cpu_pct"] is not None
+
+
+def test_pending_travels_packed_and_a_damaged_record_is_refused():
+    clock = Clock()
+    result = observe.observe(
+        _probes(clock), "redis", "cassandra", duration=10, interval=5, clock=clock, sleep=clock.sleep, defer=True
+    )
+    packed = observe.pack_pending(result["pending"])
+    # A no_log value equal to the cluster's name would be masked in a plain mapping, never inside the record.
+    assert "cassandra" not in packed and packed.startswith(observe.PENDING_PREFIX)
+    assert observe.unpack_pending(packed) == result["pending"]
+    with pytest.raises(observe.ObserveError, match=r"^pending: the record is damaged"):
+        observe.unpack_pending(packed[:-8] + "********")
+    with pytest.raises(observe.ObserveError, match=r"^pending: not the pending result of a deferred observe"):
+        observe.unpack_pending({"store": "redis"})
