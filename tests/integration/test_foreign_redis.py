@@ -382,13 +382,18 @@ def _other_rdbchecksum(cluster):
     return {"rdbchecksum": "yes" if set(_config_get(cluster, "rdbchecksum").values()) == {"no"} else "no"}
 
 
-def test_a_restart_roll_under_load_fails_no_operation_and_keeps_every_acknowledged_write(foreign_redis):
+def test_a_restart_roll_under_load_fails_no_operation_and_keeps_every_acknowledged_write(
+    foreign_redis, record_property
+):
     wanted = _other_rdbchecksum(foreign_redis)
     with _Load(foreign_redis) as load:
         time.sleep(2)
         result = foreign_redis.roll("redis", wanted)
         time.sleep(2)
     assert result.returncode == 0, result.stderr[-3000:]
+    record_property("acknowledged_writes", len(load.acknowledged))
+    record_property("reads", load.reads)
+    record_property("failed_operations", len(load.failed))
     assert load.failed == [], load.failed[:5]
     assert len(load.acknowledged) > 100 and load.reads > 50
     assert load.missing() == []
