@@ -317,12 +317,12 @@ def apply_node_usage(samples, hosts, node_usage):
     cover the window keeps null resources; the sample stands). hosts: {sample node: inventory name}. Readings
     of a name that matches no sample are refused."""
     entries = _usage_entries(node_usage)
-    names = {hosts.get(sample["node"], sample["node"]): sample for sample in samples}
-    unknown = sorted(name for name in entries if name not in names and name not in {s["node"] for s in samples})
+    known = {hosts.get(sample["node"], sample["node"]) for sample in samples} | {s["node"] for s in samples}
+    unknown = sorted(name for name in entries if name not in known)
     if unknown:
         raise ObserveError(
             "node_usage: %s is no node of this observation; its nodes: %s"
-            % (", ".join(unknown), ", ".join(sorted(names)))
+            % (", ".join(unknown), ", ".join(sorted(hosts.get(s["node"], s["node"]) for s in samples)))
         )
     for sample in samples:
         name = hosts.get(sample["node"], sample["node"])
@@ -330,16 +330,14 @@ def apply_node_usage(samples, hosts, node_usage):
         extra = sample.setdefault("extra", {})
         extra.pop("process_cpu_pct", None)
         if entry is None:
-            sample["resources"] = resources_mod.sample_resources()
-            extra["resources_error"] = "no readings from the node %s" % name
-            continue
-        if isinstance(entry, str):
-            sample["resources"] = resources_mod.sample_resources()
-            extra["resources_error"] = entry
-            continue
-        end = float(sample["time"])
-        found, process, why = resources_mod.window_usage(entry, end - float(sample["window_s"]), end)
+            found, process, why = None, None, "no readings from the node %s" % name
+        elif isinstance(entry, str):
+            found, process, why = None, None, entry
+        else:
+            end = float(sample["time"])
+            found, process, why = resources_mod.window_usage(entry, end - float(sample["window_s"]), end)
         if why:
+            # The sample stands, its resources unknown rather than the controller's.
             sample["resources"] = resources_mod.sample_resources()
             extra["resources_error"] = why
             continue
