@@ -14,8 +14,11 @@ description:
     C(tactician_node_port), else C(redis_node_port) (Redis), else the store's default.
   - C(cassandra) gives one dict per host with C(address), C(jmx_port) (C(tactician_jmx_port), else
     C(cassandra_node_jmx_port), else 7199) and C(host) (the inventory name), plus C(jmx_host) when
-    C(tactician_jmx_host) is set (nodetool reaches the node there) and C(native_port) when C(tactician_node_port)
-    is.
+    C(tactician_jmx_host) is set (nodetool reaches the node there), C(native_port) when C(tactician_node_port)
+    is, and C(jmx_local=true) when the node's JMX answers only on its own host (C(tactician_jmx_local), else true
+    for a node with C(tactician_service_name) whose C(tactician_jmx_host) is unset or a loopback address, as a
+    packaged install binds it by default); its view of the ring is then read by nodetool only on that host, and
+    by CQL from its gossip state everywhere else.
   - C(redis) gives one C(host:port) string per host.
 version_added: 0.1.0
 author:
@@ -63,6 +66,21 @@ def _address(host, hostvars, lab_var):
     return host
 
 
+LOOPBACK = ("127.", "::1", "localhost")
+
+
+def _jmx_local(hostvars):
+    """Whether the node's JMX answers only on its own host: tactician_jmx_local, else true for a node its service
+    manager runs (a packaged install, whose cassandra-env.sh binds JMX to loopback by default) when its
+    tactician_jmx_host is unset or a loopback address."""
+    if "tactician_jmx_local" in hostvars:
+        value = hostvars["tactician_jmx_local"]
+        return value if isinstance(value, bool) else str(value).strip().lower() in ("1", "true", "yes", "on")
+    if not hostvars.get("tactician_service_name"):
+        return False
+    return str(hostvars.get("tactician_jmx_host") or "127.0.0.1").startswith(LOOPBACK)
+
+
 def _node(store, host, hostvars):
     if store == "cassandra":
         node = {
@@ -72,6 +90,8 @@ def _node(store, host, hostvars):
         }
         if hostvars.get("tactician_jmx_host"):
             node["jmx_host"] = str(hostvars["tactician_jmx_host"])
+        if _jmx_local(hostvars):
+            node["jmx_local"] = True
         if hostvars.get("tactician_node_port"):
             node["native_port"] = int(hostvars["tactician_node_port"])
         return node

@@ -10,7 +10,8 @@ short_description: Check (and wait) until every Cassandra node sees every other 
 description:
   - Runs C(nodetool status) against every listed node, so the ring is judged as each peer sees it, not as one
     node reports itself, and opens a CQL session to each node (with the connection options) to prove it serves
-    clients.
+    clients. A node whose JMX answers only on its own host (O(nodes[].jmx_local)) is asked by CQL instead,
+    unless the module runs on it (O(here)).
   - Polls until healthy or O(wait_timeout) runs out; fails with every problem found when the cluster is not healthy.
 version_added: 0.1.0
 author:
@@ -42,6 +43,19 @@ options:
       native_port:
         description: Its CQL port, when not O(login_port).
         type: int
+      jmx_local:
+        description:
+          - Its JMX answers only on its own host (a packaged install's default). Its view is then read by
+            C(nodetool) only when the module runs on that node (O(here)), and otherwise by CQL from its gossip
+            state (C(system_views.gossip_info)), an endpoint counting as up when its heartbeat advanced over
+            2.5 s.
+        type: bool
+        default: false
+  here:
+    description:
+      - The address of the node the module runs on, when it runs on one of O(nodes) (for example delegated to
+        the first node of a packaged cluster); a node with C(jmx_local) is asked by C(nodetool) only there.
+    type: str
   expected_nodes:
     description: Addresses that every node must see UN; defaults to the addresses of O(nodes).
     type: list
@@ -141,8 +155,10 @@ def main():
                 jmx_host=dict(type="str", default="127.0.0.1"),
                 jmx_port=dict(type="int", default=7199),
                 native_port=dict(type="int"),
+                jmx_local=dict(type="bool", default=False),
             ),
         ),
+        here=dict(type="str"),
         expected_nodes=dict(type="list", elements="str"),
         cassandra_home=dict(type="path", required=True),
         java=dict(type="path", default="java"),

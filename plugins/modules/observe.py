@@ -75,6 +75,13 @@ options:
       jmx_host:
         description: Address of the node's JMX, for nodetool with O(cassandra_home) (default 127.0.0.1).
         type: str
+      jmx_local:
+        description:
+          - The node's JMX answers on its own host only (the cluster_nodes lookup says so of a packaged install
+            with JMX on loopback). Its nodetool state (SSTables, SSTables per read, pending compactions) is then
+            not read from where observe runs; its CQL counters are read as for any node.
+        type: bool
+        default: false
   duration:
     description: Seconds to observe (the sample's window, T_d).
     type: float
@@ -209,6 +216,7 @@ def main():
                     host=dict(type="str"),
                     jmx_port=dict(type="int"),
                     jmx_host=dict(type="str"),
+                    jmx_local=dict(type="bool", default=False),
                 ),
             ),
             cassandra_home=dict(type="path"),

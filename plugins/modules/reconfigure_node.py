@@ -124,7 +124,9 @@ options:
   peers:
     description:
       - The other nodes of the cluster, whose view decides when the node is back. Cassandra - a list of
-        C({address, jmx_port, native_port}); Redis - a list of C(host:port).
+        C({address, jmx_host, jmx_port, native_port, jmx_local}) (the tactician.nosql.cluster_nodes lookup's; a
+        peer with C(jmx_local) is watched by CQL and its gossip state, its JMX being reachable on its own host
+        only); Redis - a list of C(host:port).
     type: list
     elements: raw
     default: []

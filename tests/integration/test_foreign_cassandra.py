@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import threading
@@ -44,7 +45,10 @@ DIRS = ["/etc/cassandra", "/var/lib/cassandra", "/var/log/cassandra", "/run/cass
 HOME = "/usr/share/cassandra"
 CONF = "/etc/cassandra/cassandra.yaml"
 PIDFILE = "/run/cassandra/cassandra.pid"
-USER, PASSWORD = "cassandra", "cassandra"  # the package's first superuser; a throwaway cluster of this test only
+# The package's first superuser, used once to make the operator's own role: a login as "cassandra" reads its role
+# at QUORUM, so it fails whenever a replica of system_auth is down, as in every restart of a roll.
+FIRST_USER, FIRST_PASSWORD = "cassandra", "cassandra"
+USER, PASSWORD = "tactician_ops", "foreign-ops-" + secrets.token_hex(8)  # a throwaway cluster of this test only
 KEYSPACE = "foreign_it"
 
 INIT_SCRIPT = r"""#!/bin/sh
@@ -213,12 +217,12 @@ def _cassandra_yaml(address, seed):
     )
 
 
-def _login(cluster, host=None):
+def _login(cluster, host=None, first=False):
     hosts = [host.address] if host else [h.address for h in cluster.hosts]
     return dict(
         login_hosts=hosts,
-        login_user=USER,
-        login_password=PASSWORD,
+        login_user=FIRST_USER if first else USER,
+        login_password=FIRST_PASSWORD if first else PASSWORD,
         ssl=True,
         ssl_ca_file=cluster.tls["ca"],
         ssl_cert_file=cluster.tls["client_cert"],
@@ -226,12 +230,12 @@ def _login(cluster, host=None):
     )
 
 
-def _wait_cql(cluster, host, timeout=300):
+def _wait_cql(cluster, host, timeout=300, first=False):
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
         try:
-            session_cluster, session = cql.connect(_login(cluster, host))
+            session_cluster, session = cql.connect(_login(cluster, host, first=first))
             try:
                 peers = list(session.execute("SELECT peer FROM system.peers_v2"))
                 return len(peers)
@@ -316,9 +320,17 @@ def foreign_cassandra(tmp_path_factory):
                 )
         for host in cluster.hosts:  # one node at a time, as a cluster is started
             host.ssh("service cassandra start")
-            _wait_cql(cluster, host)
-        session_cluster, session = cql.connect(_login(cluster))
+            _wait_cql(cluster, host, first=True)
+        session_cluster, session = cql.connect(_login(cluster, first=True))
         try:
+            # what an operator does first: system_auth on every node, a role of their own (read at LOCAL_ONE)
+            session.execute(
+                "ALTER KEYSPACE system_auth WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}"
+            )
+            session.execute(
+                "CREATE ROLE IF NOT EXISTS %s WITH PASSWORD = %%s AND LOGIN = true AND SUPERUSER = true" % USER,
+                [PASSWORD],
+            )
             session.execute(
                 "CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', "
                 "'replication_factor': 2}" % KEYSPACE

@@ -145,8 +145,13 @@ class CassandraNode(BaseNode):
             down = {}
             for peer in peers:
                 native = peer.get("native_port") or self.port
+                if process.port_open(peer["address"], native):
+                    continue
+                if peer.get("jmx_local"):  # its JMX answers on its own host only: CQL is all there is to try
+                    down[peer["address"]] = "CQL (%s:%s) accepts no connections" % (peer["address"], native)
+                    continue
                 jmx_host, jmx_port = peer.get("jmx_host") or "127.0.0.1", peer.get("jmx_port") or 7199
-                if not process.port_open(peer["address"], native) and not process.port_open(jmx_host, jmx_port):
+                if not process.port_open(jmx_host, jmx_port):
                     down[peer["address"]] = "neither CQL (%s:%s) nor JMX (%s:%s) accepts connections" % (
                         peer["address"],
                         native,
@@ -174,6 +179,7 @@ class CassandraNode(BaseNode):
             jmx_user=self.params.get("jmx_user"),
             jmx_password=self.params.get("jmx_password"),
             expected_nodes=[n["address"] for n in nodes],
+            here=self.params["address"],  # this node's JMX is asked here; a peer's local-only JMX is not
         )
 
     def _signals(self, params, nodes):

@@ -61,7 +61,7 @@ class Probes:
     def _cassandra_nodetool(self, node, keyspaces):
         """The nodetool readings of the node after the window, when cassandra_home says where the jars are."""
         home = self.params.get("cassandra_home")
-        if not home:
+        if not home or node.get("jmx_local"):  # a JMX local to the node's host is not reachable from here
             return None
         return lambda: cassandra_state.nodetool_state(
             home,

@@ -1,14 +1,22 @@
 # Copyright: Tactician maintainers
 # Apache License 2.0 (see LICENSE)
 """Cluster-level Cassandra checks: every node must see every expected peer Up/Normal (UN) and
-answer CQL. Health is what the cluster sees, not what one node says about itself."""
+answer CQL. Health is what the cluster sees, not what one node says about itself.
+
+A node's view is read by `nodetool status` on its JMX. A node whose JMX listens only on its own host (a packaged
+install's default, LOCAL_JMX=yes: ``jmx_local`` in its node dict) can be asked that way only where this code runs on
+that host (``here``, its address); from anywhere else its view is read by CQL from its gossip state
+(system_views.gossip_info): every endpoint's status, and whether its heartbeat advanced over GOSSIP_WINDOW_S, which
+is what the failure detector behind nodetool's Up/Down judges by."""
 
 from __future__ import annotations
 
 import json
 import math
+import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import process
 from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import poll_health
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import (
@@ -20,10 +28,23 @@ from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.s
 MAX_PARALLEL_VIEWS = 8
 """Nodes asked at once (each a nodetool JVM of about 100 MiB while it runs)."""
 
+GOSSIP_WINDOW_S = 2.5
+"""Seconds between the two reads of a node's gossip state: a live endpoint's heartbeat reaches every node about
+once a second."""
+
+_GOSSIP_STATES = (("NORMAL", "N"), ("BOOT", "J"), ("LEAVING", "L"), ("MOVING", "M"), ("LEFT", "L"))
+
+
+def jmx_reachable(node, here=None):
+    """Whether node's JMX can be asked from where this code runs: always, unless its JMX is local to its own host
+    (jmx_local) and that host is not here (the address of the node this code runs on, or None)."""
+    return not node.get("jmx_local") or (here is not None and node["address"] == here)
+
 
 def node_views(params, nodes):
     """{address: {'status': {peer: 'UN'...}, 'cql': release_version} or {'error': ...}} per node, in the order of
-    nodes. The nodes are asked at the same time: each view is a nodetool JVM and a CQL connection that mostly wait."""
+    nodes. The nodes are asked at the same time: each view is a nodetool JVM and a CQL connection that mostly wait.
+    params["here"]: the address of the node this code runs on (see jmx_reachable)."""
     if len(nodes) <= 1:
         return {node["address"]: _node_view(params, node) for node in nodes}
     with ThreadPoolExecutor(max_workers=min(len(nodes), MAX_PARALLEL_VIEWS)) as pool:
@@ -31,8 +52,69 @@ def node_views(params, nodes):
     return {node["address"]: view for node, view in zip(nodes, views, strict=True)}
 
 
+def gossip_state(status, advanced, is_self=False):
+    """nodetool's two letters for one endpoint of a gossip view: U when its heartbeat advanced over the window (or
+    it is the node asked, which answers), else D; then N(ormal), J(oining), L(eaving), M(oving) from its status
+    (status_with_port: "NORMAL,<token>", "shutdown,true" after a drain: DN), "?" when it has none."""
+    kind = (status or "").split(",", 1)[0].strip().upper()
+    if kind == "SHUTDOWN":
+        return "DN"
+    letter = dict(_GOSSIP_STATES).get(kind, "?")
+    return ("U" if (advanced or is_self) else "D") + letter
+
+
+def parse_gossip(first, second, self_address):
+    """{address: state} from two reads of system_views.gossip_info (lists of rows with address, generation,
+    heartbeat and status_with_port or status), GOSSIP_WINDOW_S apart."""
+    before = {str(row.address): _beat(row) for row in first}
+    states = {}
+    for row in second:
+        address = str(row.address)
+        status = getattr(row, "status_with_port", None) or getattr(row, "status", None)
+        beat, earlier = _beat(row), before.get(address)
+        advanced = beat is not None and earlier is not None and beat > earlier
+        states[address] = gossip_state(status, advanced, is_self=address == self_address)
+    return states
+
+
+def _beat(row):
+    """(generation, heartbeat) of a gossip row, or None: a restart starts a new generation at a low heartbeat."""
+    if getattr(row, "heartbeat", None) is None:
+        return None
+    return (getattr(row, "generation", None) or 0, row.heartbeat)
+
+
+def _gossip_view(params, node):
+    """A node's view read by CQL from its gossip state; the view dict of _node_view (status, cql or the errors)."""
+    view = {"via": "gossip"}
+    cluster = None
+    try:
+        conn_params = dict(params)
+        if node.get("native_port"):
+            conn_params["login_port"] = node["native_port"]
+        cluster, session = cql.connect(conn_params, hosts=[node["address"]], only_these_hosts=True)
+        query = "SELECT * FROM system_views.gossip_info"
+        first = list(session.execute(query))
+        time.sleep(float(params.get("gossip_window_s") or GOSSIP_WINDOW_S))
+        second = list(session.execute(query))
+        view["status"] = parse_gossip(first, second, node["address"])
+        view["cql"] = cql.local_info(session)["release_version"]
+    except Exception as exc:  # the driver raises many types; all mean "no CQL here"
+        view["cql_error"] = str(exc)
+        view["nodetool_error"] = "its view not read: its JMX is local to its host and CQL did not answer"
+        # a node that refuses a login or a query still runs; only one whose port is closed is down
+        port = node.get("native_port") or params.get("login_port") or 9042
+        view["port_closed"] = not process.port_open(node["address"], port)
+    finally:
+        if cluster is not None:
+            cluster.shutdown()
+    return view
+
+
 def _node_view(params, node):
     address = node["address"]
+    if not jmx_reachable(node, params.get("here")):
+        return _gossip_view(params, node)
     view = {}
     try:
         text = run_nodetool(
@@ -68,7 +150,8 @@ def problems_of(views, expected):
     problems = []
     for address, view in views.items():
         if "nodetool_error" in view:
-            problems.append("%s: nodetool status failed: %s" % (address, view["nodetool_error"]))
+            how = "its gossip state" if view.get("via") == "gossip" else "nodetool status failed"
+            problems.append("%s: %s: %s" % (address, how, view["nodetool_error"]))
         else:
             for peer in expected:
                 state = view["status"].get(peer)
@@ -96,7 +179,8 @@ def summary(healthy, problems, views):
     for address, view in views.items():
         seen = " ".join("%s=%s" % item for item in sorted(view.get("status", {}).items()))
         cql = ("CQL %s" % view["cql"]) if "cql" in view else "CQL down"
-        lines.append("  %s sees %s; %s" % (address, seen or "nothing (nodetool failed)", cql))
+        via = " (its gossip state, by CQL)" if view.get("via") == "gossip" else ""
+        lines.append("  %s sees %s%s; %s" % (address, seen or "nothing (nodetool failed)", via, cql))
     lines.extend("  problem: %s" % problem for problem in problems)
     return lines
 
@@ -143,9 +227,12 @@ def _finite(value):
 
 
 def client_signals(params, nodes):
-    """{address: parse_client_requests(...) or {"error": text}} for every node, asked at the same time."""
+    """{address: parse_client_requests(...) or {"error": text}} for every node, asked at the same time. A node whose
+    JMX is local to its host is read only there (params["here"]); from elsewhere its entry is an error."""
 
     def one(node):
+        if not jmx_reachable(node, params.get("here")):
+            return dict(error="not read: its JMX is local to its host")
         try:
             text = run_nodetool(
                 params["cassandra_home"],
@@ -174,7 +261,12 @@ def down_peers(views, me):
     for address, view in views.items():
         if address == me:
             continue
-        if "nodetool_error" in view and "cql_error" in view:
+        if view.get("via") == "gossip":
+            if view.get("port_closed"):
+                down[address] = "its CQL port is closed, its JMX being local to its host (%s)" % _first_line(
+                    view.get("cql_error", "")
+                )
+        elif "nodetool_error" in view and "cql_error" in view:
             down[address] = "answers neither JMX nor CQL (%s)" % _first_line(view["nodetool_error"])
     for observer, view in views.items():
         if observer == me or "status" not in view:

@@ -49,3 +49,21 @@ def test_an_inventory_of_its_own_names_addresses_ports_and_jmx():
         {"host": "db2", "address": "10.0.1.12", "jmx_port": 7199, "native_port": 9142},
     ]
     assert cluster_nodes(["redis"], variables, "redis") == ["10.0.0.21:6379", "10.0.0.22:6380", "cache3:6379"]
+
+
+def test_a_packaged_node_with_jmx_on_loopback_is_asked_by_nodetool_on_its_own_host_only():
+    variables = {
+        "groups": {"cassandra": ["db1", "db2", "db3", "db4"]},
+        "hostvars": {
+            "db1": {"ansible_host": "10.0.0.11", "tactician_service_name": "cassandra"},
+            "db2": {
+                "ansible_host": "10.0.0.12",
+                "tactician_service_name": "cassandra",
+                "tactician_jmx_host": "10.0.0.12",
+            },
+            "db3": {"ansible_host": "10.0.0.13", "tactician_service_name": "cassandra", "tactician_jmx_local": "false"},
+            "db4": {"ansible_host": "10.0.0.14", "tactician_jmx_local": True},
+        },
+    }
+    local = [node.get("jmx_local", False) for node in cluster_nodes(["cassandra"], variables, "cassandra")]
+    assert local == [True, False, False, True]

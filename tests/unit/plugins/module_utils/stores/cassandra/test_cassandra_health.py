@@ -37,3 +37,58 @@ def test_cassandra_summary_lines():
     assert lines[1] == "  127.0.0.1 sees 127.0.0.1=UN 127.0.0.2=DN; CQL 5.0.9"
     assert lines[2] == "  127.0.0.2 sees nothing (nodetool failed); CQL down"
     assert lines[3] == "  problem: x"
+
+
+class _Row:
+    def __init__(self, address, heartbeat, status="NORMAL,-42", generation=1700000000):
+        self.address, self.heartbeat, self.generation, self.status_with_port = address, heartbeat, generation, status
+
+
+def test_a_gossip_view_counts_an_endpoint_up_only_when_its_heartbeat_advanced():
+    first = [_Row("10.0.0.1", 100), _Row("10.0.0.2", 200), _Row("10.0.0.3", 300), _Row("10.0.0.4", 50, "BOOT,1")]
+    second = [_Row("10.0.0.1", 103), _Row("10.0.0.2", 200), _Row("10.0.0.3", 301, "shutdown,true")]
+    second.append(_Row("10.0.0.4", 52, "BOOT,1"))
+    states = cassandra_cluster.parse_gossip(first, second, "10.0.0.1")
+    assert states == {"10.0.0.1": "UN", "10.0.0.2": "DN", "10.0.0.3": "DN", "10.0.0.4": "UJ"}
+
+
+def test_a_restart_is_a_new_generation_not_a_heartbeat_that_went_back():
+    first = [_Row("10.0.0.2", 9000, generation=1700000000)]
+    second = [_Row("10.0.0.2", 3, generation=1700000500)]
+    assert cassandra_cluster.parse_gossip(first, second, "10.0.0.1") == {"10.0.0.2": "UN"}
+    # the node asked answers, so it is up in its own view even when its own heartbeat row did not move yet
+    assert cassandra_cluster.parse_gossip([_Row("10.0.0.1", 5)], [_Row("10.0.0.1", 5)], "10.0.0.1") == {
+        "10.0.0.1": "UN"
+    }
+    assert cassandra_cluster.gossip_state(None, True) == "U?"
+
+
+def test_a_local_only_jmx_is_asked_on_its_own_host_and_by_its_gossip_elsewhere(monkeypatch):
+    asked = []
+    monkeypatch.setattr(
+        cassandra_cluster, "run_nodetool", lambda home, host, port, args, **kw: asked.append(port) or ""
+    )
+    monkeypatch.setattr(cassandra_cluster, "_gossip_view", lambda params, node: {"via": "gossip", "status": {}})
+    nodes = [
+        dict(address="10.0.0.1", jmx_host="127.0.0.1", jmx_port=7199, jmx_local=True),
+        dict(address="10.0.0.2", jmx_host="127.0.0.1", jmx_port=7199, jmx_local=True),
+        dict(address="10.0.0.3", jmx_host="10.0.0.3", jmx_port=7299),
+    ]
+    params = dict(cassandra_home="/opt/c", check_cql=False, here="10.0.0.1")
+    views = cassandra_cluster.node_views(params, nodes)
+    assert sorted(asked) == [7199, 7299]  # its own JMX and the remote one, never the peer's loopback
+    assert views["10.0.0.2"]["via"] == "gossip" and "via" not in views["10.0.0.1"]
+    assert cassandra_cluster.jmx_reachable(nodes[1]) is False and cassandra_cluster.jmx_reachable(nodes[2]) is True
+    signals = cassandra_cluster.client_signals(dict(params, here=None), nodes[:2])
+    assert signals == {a: {"error": "not read: its JMX is local to its host"} for a in ("10.0.0.1", "10.0.0.2")}
+
+
+def test_a_gossip_view_that_cannot_be_read_names_why():
+    views = {"10.0.0.2": {"via": "gossip", "cql_error": "refused", "nodetool_error": "its view not read"}}
+    assert cassandra_cluster.problems_of(views, ["10.0.0.2"])[0] == "10.0.0.2: its gossip state: its view not read"
+    # a login refused is a node that runs: not whole, but not down
+    assert cassandra_cluster.down_peers(views, "10.0.0.1") == {}
+    views["10.0.0.2"]["port_closed"] = True
+    assert cassandra_cluster.down_peers(views, "10.0.0.1") == {
+        "10.0.0.2": "its CQL port is closed, its JMX being local to its host (refused)"
+    }
