@@ -29,6 +29,7 @@ import pytest
 from ansible_run import ROOT, run_playbook
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import health as cassandra_cluster
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import server
 
 pytestmark = pytest.mark.integration
@@ -402,6 +403,19 @@ def test_a_restart_setting_drains_and_restarts_through_the_service_script(foreig
         assert servers[0] != pids[host.name], "%s was not restarted" % host.name
     steps = [res for task, _host, res in result.results if task.startswith("Reconfigure the node, restarted")]
     assert len(steps) == 2 and all(res.get("restart_required") and res.get("downtime") for res in steps), steps
+
+
+def test_a_peer_with_local_only_jmx_is_read_by_its_gossip_state_and_coordinator_latency(foreign_cassandra):
+    """What a roll step reads of a peer whose JMX it cannot reach: its view of the ring and its client signals."""
+    addresses = sorted(host.address for host in foreign_cassandra.hosts)
+    for host in foreign_cassandra.hosts:
+        params, node = _login(foreign_cassandra, host), dict(address=host.address, jmx_local=True)
+        view = cassandra_cluster.node_views(dict(params, here=None), [node])[host.address]
+        assert view.get("via") == "gossip" and view.get("cql", "").startswith("5.0"), view
+        assert sorted(view["status"]) == addresses and set(view["status"].values()) == {"UN"}, view
+        signals = cassandra_cluster.client_signals(dict(params, here=None), [node])[host.address]
+        assert signals.get("via") == "cql" and "error" not in signals, signals
+        assert signals["ops_per_s"] >= 0 and signals["errors_per_s"] is None, signals
 
 
 def _small_load(cluster, stop):

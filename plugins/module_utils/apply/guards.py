@@ -122,8 +122,10 @@ def combine(per_node, min_ops_per_s=0.0):
     busy = [s for s in answered.values() if float(s.get("ops_per_s") or 0.0) >= min_ops_per_s]
     p99s = [s["p99_ms"] for s in busy if s.get("p99_ms") is not None]
     ops = sum(float(s.get("ops_per_s") or 0.0) for s in answered.values())
-    errors = sum(float(s.get("errors_per_s") or 0.0) for s in answered.values())
-    total = ops + errors
+    # a node whose errors are not known (errors_per_s None) counts for the p99 and the ops, not the error rate
+    counted = [s for s in answered.values() if s.get("errors_per_s", 0.0) is not None]
+    errors = sum(float(s.get("errors_per_s") or 0.0) for s in counted)
+    total = sum(float(s.get("ops_per_s") or 0.0) for s in counted) + errors
     return dict(
         p99_ms=round(max(p99s), 3) if p99s else None,
         ops_per_s=round(ops, 3),

@@ -228,11 +228,11 @@ def _finite(value):
 
 def client_signals(params, nodes):
     """{address: parse_client_requests(...) or {"error": text}} for every node, asked at the same time. A node whose
-    JMX is local to its host is read only there (params["here"]); from elsewhere its entry is an error."""
+    JMX is local to its host is read by JMX only there (params["here"]); from elsewhere by cql_client_signals."""
 
     def one(node):
         if not jmx_reachable(node, params.get("here")):
-            return dict(error="not read: its JMX is local to its host")
+            return cql_client_signals(params, node)
         try:
             text = run_nodetool(
                 params["cassandra_home"],
@@ -251,6 +251,44 @@ def client_signals(params, nodes):
     with ThreadPoolExecutor(max_workers=max(1, min(len(nodes), MAX_PARALLEL_VIEWS))) as pool:
         found = list(pool.map(one, nodes))
     return {node["address"]: signals for node, signals in zip(nodes, found, strict=True)}
+
+
+_COORDINATOR_TABLES = ("coordinator_read_latency", "coordinator_write_latency")
+
+
+def parse_coordinator_latency(rows):
+    """{"p99_ms", "ops_per_s", "errors_per_s": None} of one coordinator from the rows of Cassandra's per-table
+    coordinator latency tables (system_views.coordinator_read_latency and _write_latency: count, per_second, the
+    p99 in ms): the worst p99 of the tables served, the requests per second summed. Errors are not in them."""
+    p99s, ops = [], 0.0
+    for row in rows:
+        fields = row._asdict() if hasattr(row, "_asdict") else dict(row)
+        rate = _finite(fields.get("per_second"))
+        p99 = next((fields[k] for k in ("p99th_ms", "p99th") if fields.get(k) is not None), None)
+        ops += rate
+        if rate > 0 and int(fields.get("count") or 0) > 0 and p99 is not None:
+            p99s.append(_finite(p99))
+    return dict(p99_ms=round(max(p99s), 3) if p99s else None, ops_per_s=round(ops, 3), errors_per_s=None)
+
+
+def cql_client_signals(params, node):
+    """The client signals of a node whose JMX cannot be asked from here, by CQL (parse_coordinator_latency; rates
+    over five minutes where JMX gives one), or {"error": text}."""
+    cluster = None
+    try:
+        conn_params = dict(params)
+        if node.get("native_port"):
+            conn_params["login_port"] = node["native_port"]
+        cluster, session = cql.connect(conn_params, hosts=[node["address"]], only_these_hosts=True)
+        rows = []
+        for table in _COORDINATOR_TABLES:
+            rows.extend(session.execute("SELECT * FROM system_views.%s" % table))
+        return dict(parse_coordinator_latency(rows), via="cql")
+    except Exception as exc:  # the driver raises many types; all mean "not read"
+        return dict(error="its JMX is local to its host and CQL did not answer: %s" % _first_line(exc))
+    finally:
+        if cluster is not None:
+            cluster.shutdown()
 
 
 def down_peers(views, me):

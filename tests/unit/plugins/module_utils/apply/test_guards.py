@@ -166,3 +166,13 @@ def test_signal_log_measures_the_longest_stretch_above():
         log.add({"p99_ms": 20.0, "error_rate": 0.0})
         clock.sleep(10.0)
     assert log.too_long() and log.report()["breach"] == ["p99 latency 20.0 ms above 10.0 ms"]
+
+
+def test_a_node_whose_errors_are_not_known_does_not_dilute_the_error_rate():
+    per_node = {
+        "a": {"p99_ms": 5.0, "ops_per_s": 90.0, "errors_per_s": 10.0},
+        "b": {"p99_ms": 40.0, "ops_per_s": 900.0, "errors_per_s": None, "via": "cql"},
+    }
+    signals = guards.combine(per_node)
+    assert signals["p99_ms"] == 40.0 and signals["ops_per_s"] == 990.0 and signals["error_rate"] == 0.1
+    assert guards.combine({"b": per_node["b"]})["error_rate"] is None

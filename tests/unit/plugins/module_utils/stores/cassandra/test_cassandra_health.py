@@ -79,8 +79,19 @@ def test_a_local_only_jmx_is_asked_on_its_own_host_and_by_its_gossip_elsewhere(m
     assert sorted(asked) == [7199, 7299]  # its own JMX and the remote one, never the peer's loopback
     assert views["10.0.0.2"]["via"] == "gossip" and "via" not in views["10.0.0.1"]
     assert cassandra_cluster.jmx_reachable(nodes[1]) is False and cassandra_cluster.jmx_reachable(nodes[2]) is True
+    monkeypatch.setattr(cassandra_cluster, "cql_client_signals", lambda params, node: {"via": "cql"})
     signals = cassandra_cluster.client_signals(dict(params, here=None), nodes[:2])
-    assert signals == {a: {"error": "not read: its JMX is local to its host"} for a in ("10.0.0.1", "10.0.0.2")}
+    assert signals == {"10.0.0.1": {"via": "cql"}, "10.0.0.2": {"via": "cql"}}
+
+
+def test_a_coordinator_read_by_cql_gives_its_worst_p99_and_its_rate_but_no_errors():
+    rows = [
+        dict(keyspace_name="shop", table_name="a", count=900, per_second=120.5, p99th_ms=4.2),
+        dict(keyspace_name="shop", table_name="b", count=10, per_second=0.0, p99th_ms=90.0),  # idle: no p99
+        dict(keyspace_name="system", table_name="local", count=0, per_second=0.0, p99th_ms=0.0),
+        dict(keyspace_name="shop", table_name="a", count=400, per_second=30.0, p99th_ms=7.5),
+    ]
+    assert cassandra_cluster.parse_coordinator_latency(rows) == dict(p99_ms=7.5, ops_per_s=150.5, errors_per_s=None)
 
 
 def test_a_gossip_view_that_cannot_be_read_names_why():
