@@ -121,6 +121,15 @@ options:
     description: Argument vector that starts the node.
     type: list
     elements: str
+  status_command:
+    description:
+      - Argument vector that tells whether the node's process runs - exit code 0 while it runs, 1, 2 or 3 when it
+        does not (the LSB status codes), or the state C(systemctl is-active) prints.
+      - While the step waits for the node to come back, a process found gone in three polls in a row ends the wait
+        at once (the node is rolled back) instead of after O(rejoin_timeout).
+      - With O(service) it is C(systemctl is-active NAME) or C(service NAME status).
+    type: list
+    elements: str
   peers:
     description:
       - The other nodes of the cluster, whose view decides when the node is back. Cassandra - a list of
@@ -359,6 +368,7 @@ def main():
             service_manager=dict(type="str", choices=list(node_base.SERVICE_MANAGERS), default="auto"),
             stop_command=dict(type="list", elements="str"),
             start_command=dict(type="list", elements="str"),
+            status_command=dict(type="list", elements="str"),
             peers=dict(type="list", elements="raw", default=[]),
             rejoin_timeout=dict(type="int", default=600),
             cassandra_home=dict(type="path"),
@@ -371,7 +381,11 @@ def main():
             guard=dict(type="dict"),
         ),
         required_together=[["stop_command", "start_command"]],
-        mutually_exclusive=[["daemon", "service", "stop_command"], ["daemon", "service", "start_command"]],
+        mutually_exclusive=[
+            ["daemon", "service", "stop_command"],
+            ["daemon", "service", "start_command"],
+            ["daemon", "service", "status_command"],
+        ],
         supports_check_mode=True,
     )
     params = module.params
@@ -380,6 +394,7 @@ def main():
             params["stop_command"], params["start_command"] = node_base.service_commands(
                 params["service"], params["service_manager"]
             )
+            params["status_command"] = node_base.status_command(params["service"], params["service_manager"])
         except ValueError as exc:
             module.fail_json(msg=str(exc))
     fail_imports(module, reconfigure_stores.missing_libraries(params["store"]))

@@ -227,17 +227,21 @@ class CassandraNode(BaseNode):
 
     def wait_back(self):
         """Until every node sees this one UN and no peer holds hints for it. A peer seen down in
-        guard.peer_down_polls polls in a row ends the wait at once (guards.PeerDownError); the client signals the
-        live peers report meanwhile are kept for the report (self.signal_log)."""
+        guard.peer_down_polls polls in a row ends the wait at once (guards.PeerDownError), and so does this node's
+        process found gone by its service manager (BaseNode.exit_watch: the step rolls back at once instead of
+        waiting out rejoin_timeout); the client signals the live peers report meanwhile are kept for the report
+        (self.signal_log)."""
         timeout = float(self.params.get("rejoin_timeout") or 600)
         started = time.monotonic()
         nodes = self._peer_nodes()
         params = self._health_params(nodes)
         me = nodes[0]["address"]
         watch = guards.PeerWatch(self.guard.peer_down_polls)
+        exited = self.exit_watch()
         self.signal_log = log = guards.SignalLog(self.guard)
         sampled = None
         while True:
+            exited.check(self.name)
             views = cassandra_cluster.node_views(params, nodes)
             self.last_views = views
             confirmed = watch.update(cassandra_cluster.down_peers(views, me))

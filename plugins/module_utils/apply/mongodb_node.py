@@ -84,8 +84,10 @@ class MongoNode(BaseNode):
         timeout = float(self.params.get("rejoin_timeout") or 600)
         started = time.monotonic()
         state = {}
+        exited = self.exit_watch()
 
         def back():
+            exited.check(self.name)  # a process gone ends the wait (BaseNode.exit_watch)
             client = None
             try:
                 client = self._admin()

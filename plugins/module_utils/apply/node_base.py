@@ -40,6 +40,64 @@ def service_commands(name, manager="auto"):
     return ["service", name, "stop"], ["service", name, "start"]
 
 
+# What `systemctl is-active` prints: the states in which the unit's process may still be (or become) a server.
+_SYSTEMD_ALIVE = ("active", "activating", "reloading", "deactivating", "refreshing")
+_SYSTEMD_DEAD = ("inactive", "failed")
+
+
+def status_command(name, manager="auto"):
+    """The argv that tells whether the service runs: `systemctl is-active name` (its printed state), or
+    `service name status` (its exit code, as LSB defines it)."""
+    service_commands(name, manager)  # the same checks of the name
+    if service_manager(manager) == "systemd":
+        return ["systemctl", "is-active", name]
+    return ["service", name, "status"]
+
+
+def service_state(argv, timeout=30):
+    """'running', 'stopped' or 'unknown' of a service, from its status command: a state systemctl prints
+    (active, activating, ... / inactive, failed), else the exit code (LSB - 0 running; 1, 2, 3 not running, with a
+    stale PID file, a stale lock file or none; anything else unknown)."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    words = (proc.stdout or "").split()
+    word = words[-1] if words else ""
+    if word in _SYSTEMD_ALIVE:
+        return "running"
+    if word in _SYSTEMD_DEAD:
+        return "stopped"
+    if proc.returncode == 0:
+        return "running"
+    return "stopped" if proc.returncode in (1, 2, 3) else "unknown"
+
+
+class ExitWatch:
+    """While a step waits for a node its service manager started: whether the node's process has died meanwhile.
+    Its status command says "not running" in `polls` polls in a row (a dead process stays dead, while one poll
+    may meet a start script between its PID file and its process); "unknown" never counts. Without a status
+    command it watches nothing."""
+
+    def __init__(self, argv, polls=3, state=service_state):
+        self.argv = list(argv) if argv else None
+        self.polls = max(1, int(polls))
+        self.state = state
+        self.seen = 0
+
+    def check(self, name):
+        """Raise RuntimeError naming the node when its process is gone."""
+        if not self.argv:
+            return
+        now = self.state(self.argv)
+        self.seen = self.seen + 1 if now == "stopped" else 0
+        if self.seen >= self.polls:
+            raise RuntimeError(
+                "%s exited while coming back: its service manager says it is not running (%s, %d polls in a row)"
+                % (name, " ".join(self.argv), self.seen)
+            )
+
+
 def memory_mb():
     """MemTotal of this host in MiB (the default memory budget of a node)."""
     try:
@@ -138,6 +196,11 @@ class BaseNode:
             raise RuntimeError(
                 "%s (%s) exited %d: %s" % (what, argv[0], proc.returncode, (proc.stderr or proc.stdout).strip()[-300:])
             )
+
+    def exit_watch(self):
+        """An ExitWatch on the node's status command (a node its service manager runs), else one that watches
+        nothing."""
+        return ExitWatch(self.params.get("status_command"))
 
     def downtime_warning(self, seconds):
         return None

@@ -257,12 +257,15 @@ class RedisNode(BaseNode):
 
     def wait_back(self):
         """Until every node answers with cluster_state ok and this node's replica link is up. A peer unreachable in
-        guard.peer_down_polls polls in a row ends the wait at once (guards.PeerDownError)."""
+        guard.peer_down_polls polls in a row ends the wait at once (guards.PeerDownError), and so does this node's
+        process found gone by its service manager (BaseNode.exit_watch)."""
         timeout = float(self.params.get("rejoin_timeout") or 600)
         nodes = self._all_nodes()
         watch = guards.PeerWatch(self.guard.peer_down_polls)
+        exited = self.exit_watch()
         started = time.monotonic()
         while True:
+            exited.check(self.name)
             views = redis_adapter.cluster_views(self.conn_params, nodes)
             self.last_views = views
             confirmed = watch.update(
