@@ -39,6 +39,35 @@ options:
   data_dir:
     description: Data directory of the server on the node; adds the disk usage of its file system.
     type: path
+  cassandra_home:
+    description:
+      - A Cassandra installation on the node (with C(lib/)). After the window, C(nodetool tablestats),
+        C(tablehistograms) and C(compactionstats) are run on the node against its own JMX and returned in
+        RV(state) - the SSTables per read, live SSTables and estimated pending compactions that Cassandra 5.0
+        gives through JMX only, so they are read where a JMX bound to the node's loopback answers.
+    type: path
+  jmx_host:
+    description: Address of the node's JMX, for O(cassandra_home).
+    type: str
+    default: 127.0.0.1
+  jmx_port:
+    description: Port of the node's JMX, for O(cassandra_home).
+    type: int
+    default: 7199
+  jmx_user:
+    description: JMX user, when the node's JMX asks for one.
+    type: str
+  jmx_password:
+    description: Its password (written to a file of mode 0600 for nodetool, never on its command line). Never logged.
+    type: str
+  keyspaces:
+    description: The keyspaces whose tables count for O(cassandra_home)'s readings (default every non-system one).
+    type: list
+    elements: str
+  java:
+    description: The java that runs nodetool.
+    type: str
+    default: java
 attributes:
   check_mode:
     description: Reading changes nothing; check mode reads as well.
@@ -57,6 +86,7 @@ EXAMPLES = r"""
     duration: 40
     pid_file: /run/cassandra/cassandra.pid
     data_dir: /var/lib/cassandra
+    cassandra_home: /usr/share/cassandra  # and nodetool's readings after the window, on the node's own JMX
   delegate_to: "{{ item }}"
   loop: "{{ groups['cassandra'] }}"
   async: 160
@@ -87,12 +117,41 @@ pid:
   description: The server's process ID read from O(pid_file); null without it.
   returned: success
   type: int
+state:
+  description: With O(cassandra_home) - C(pending_compactions_estimated), C(live_sstables), C(sstables_per_read)
+    and C(sstables_per_read_max) read after the window; observe puts them into the node's sample.
+  returned: with O(cassandra_home), when nodetool answered
+  type: dict
+state_error:
+  description: Why O(cassandra_home)'s readings are missing (the CPU, memory and disk readings stand).
+  returned: when nodetool failed
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import state as cassandra_state
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import resources
+
+
+def _cassandra_state(params):
+    """(state, None) of the node's nodetool readings, or (None, why) - a failure leaves the other readings."""
+    try:
+        return (
+            cassandra_state.nodetool_state(
+                params["cassandra_home"],
+                params["jmx_host"],
+                params["jmx_port"],
+                params["keyspaces"] or None,
+                java=params["java"],
+                jmx_user=params["jmx_user"],
+                jmx_password=params["jmx_password"],
+            ),
+            None,
+        )
+    except Exception as exc:  # nodetool, JMX or a parser: the state stays unknown, the readings stand
+        return None, "%s: %s" % (type(exc).__name__, exc)
 
 
 def main():
@@ -103,6 +162,13 @@ def main():
             interval=dict(type="float", default=1.0),
             pid_file=dict(type="path"),
             data_dir=dict(type="path"),
+            cassandra_home=dict(type="path"),
+            jmx_host=dict(type="str", default="127.0.0.1"),
+            jmx_port=dict(type="int", default=7199),
+            jmx_user=dict(type="str"),
+            jmx_password=dict(type="str", no_log=True),
+            keyspaces=dict(type="list", elements="str"),
+            java=dict(type="str", default="java"),
         ),
         supports_check_mode=True,
     )
@@ -115,6 +181,12 @@ def main():
         fail(module, exc, node=params["node"])
     except OSError as exc:
         module.fail_json(msg="%s: cannot be read on this node: %s" % (params["node"], exc), node=params["node"])
+    if params["cassandra_home"]:
+        state, why = _cassandra_state(params)
+        if why is None:
+            measured["state"] = state
+        else:
+            measured["state_error"] = why
     module.exit_json(changed=False, node=params["node"], **measured)
 
 

@@ -310,6 +310,20 @@ def _usage_entries(node_usage):
     return out
 
 
+def _apply_node_state(sample, entry):
+    """The state readings a node took of itself after the window (node_usage's state: nodetool on the node's own
+    JMX) into its sample, over the fields nothing else reported; or why they are missing (extra.state_error)."""
+    readings = entry.get("state")
+    if entry.get("state_error"):
+        sample.setdefault("extra", {})["state_error"] = str(entry["state_error"])
+    if not isinstance(readings, dict):
+        return
+    state = sample.setdefault("state", {})
+    for name, value in readings.items():
+        if name in state and state[name] is None and value is not None:
+            state[name] = value
+
+
 def apply_node_usage(samples, hosts, node_usage):
     """Put each node's own resources, read on the node over the sample's window (resources.window_usage), into
     its sample: the machine's readings are replaced, and extra says where they came from (resources_from,
@@ -336,6 +350,8 @@ def apply_node_usage(samples, hosts, node_usage):
         else:
             end = float(sample["time"])
             found, process, why = resources_mod.window_usage(entry, end - float(sample["window_s"]), end)
+        if isinstance(entry, dict):
+            _apply_node_state(sample, entry)
         if why:
             # The sample stands, its resources unknown rather than the controller's.
             sample["resources"] = resources_mod.sample_resources()

@@ -168,3 +168,27 @@ def test_pending_travels_packed_and_a_damaged_record_is_refused():
         observe.unpack_pending(packed[:-8] + "********")
     with pytest.raises(observe.ObserveError, match=r"^pending: not the pending result of a deferred observe"):
         observe.unpack_pending({"store": "redis"})
+
+
+def test_the_state_a_node_read_of_itself_fills_the_fields_nothing_else_reported():
+    sample = {"state": {"live_sstables": None, "sstables_per_read": None, "pending_compactions": 3}, "extra": {}}
+    entry = {"state": {"live_sstables": 12, "sstables_per_read": 2.0, "pending_compactions": 9, "unknown": 1}}
+    observe._apply_node_state(sample, entry)
+    # the window's own readings stand; a field the sample does not have is no field of its store
+    assert sample["state"] == {"live_sstables": 12, "sstables_per_read": 2.0, "pending_compactions": 3}
+    failed = {"state": {"live_sstables": None}, "extra": {}}
+    observe._apply_node_state(failed, {"state_error": "CassandraServerError: nodetool exited 1"})
+    assert failed["state"]["live_sstables"] is None and "nodetool exited 1" in failed["extra"]["state_error"]
+
+
+def test_why_a_nodes_state_is_missing_travels_through_the_deferred_write():
+    clock = Clock()
+    start = clock.now
+    result = observe.observe(
+        _probes(clock), "redis", "prod", duration=10, interval=5, clock=clock, sleep=clock.sleep, defer=True
+    )
+    failed = dict(usage("cache2", start - 2, 20), state_error="CassandraServerError: no JMX on 127.0.0.1:7199")
+    written = observe.complete(result["pending"], [usage("cache1", start - 2, 20), failed])
+    first, second = written["samples"]
+    assert "state_error" not in first["extra"] and "no JMX" in second["extra"]["state_error"]
+    assert second["resources"]["cpu_pct"] is not None  # the resources read stand
