@@ -132,6 +132,15 @@ summary:
   returned: always
   type: list
   elements: str
+auth:
+  description:
+    - How the cluster reads its roles at every login and permission check that misses its auth caches, for the
+      roll's batch; C(null) when it checks no password.
+    - C(rf) is system_auth's replication (a number, or replicas per data center), C(cl) the server's
+      C(auth_read_consistency_level), C(error) says why it could not be read.
+  returned: when O(check_cql)
+  type: dict
+  sample: {"rf": 2, "cl": "LOCAL_QUORUM", "authenticator": "PasswordAuthenticator"}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -179,6 +188,8 @@ def main():
         report = cassandra_cluster.wait_healthy(module.params, module.params["nodes"], module.params["wait_timeout"])
     except TacticianError as exc:
         fail(module, exc)
+    if module.params["check_cql"]:
+        report["auth"] = cassandra_cluster.auth_reads(module.params)
     exit_health(
         module, "Cassandra", report, cassandra_cluster.summary(report["healthy"], report["problems"], report["views"])
     )

@@ -361,3 +361,44 @@ def node_states(views):
             odd.insert(0, "CQL not answering")
         states[address] = "UN" if not odd else "; ".join(odd)
     return states
+
+
+def auth_replication(replication):
+    """system_auth's replication as the batch rule takes it: SimpleStrategy's factor, or {data center: replicas}."""
+    klass = str(replication.get("class", "")).rsplit(".", 1)[-1]
+    if klass == "SimpleStrategy":
+        return int(replication["replication_factor"])
+    return {dc: int(n) for dc, n in replication.items() if dc != "class"}
+
+
+def parse_auth(settings, replication):
+    """How the cluster reads its roles at login and at every permission check, from system_views.settings
+    ({name: value}) and system_auth's replication map: {"rf", "cl", "authenticator"}, or None when it checks no
+    password (AllowAllAuthenticator) and so reads no role. Cassandra 4.1+ reads at auth_read_consistency_level
+    (LOCAL_QUORUM by default) whenever its auth caches miss, superusers or not."""
+    authenticator = str(settings.get("authenticator") or "")
+    if not authenticator or "AllowAll" in authenticator or replication is None:
+        return None
+    return dict(
+        rf=auth_replication(replication),
+        cl=str(settings.get("auth_read_consistency_level") or "LOCAL_QUORUM").upper(),
+        authenticator=authenticator,
+    )
+
+
+def auth_reads(params):
+    """parse_auth of the cluster the login reaches, or {"error": text} when it cannot be read."""
+    cluster = None
+    try:
+        cluster, session = cql.connect(params)
+        settings = {}
+        for name in ("authenticator", "auth_read_consistency_level"):
+            row = session.execute("SELECT value FROM system_views.settings WHERE name = %s", (name,)).one()
+            settings[name] = row.value if row is not None else None
+        found = cql.keyspace_replication(session, "system_auth")
+        return parse_auth(settings, found and found["replication"])
+    except Exception as exc:  # the driver raises many types; all mean "not read"
+        return dict(error="system_auth's replication or the auth settings not read: %s" % _first_line(exc))
+    finally:
+        if cluster is not None:
+            cluster.shutdown()

@@ -103,3 +103,22 @@ def test_a_gossip_view_that_cannot_be_read_names_why():
     assert cassandra_cluster.down_peers(views, "10.0.0.1") == {
         "10.0.0.2": "its CQL port is closed, its JMX being local to its host (refused)"
     }
+
+
+def test_auth_reads_take_system_auths_replication_and_the_servers_read_level():
+    simple = {"class": "org.apache.cassandra.locator.SimpleStrategy", "replication_factor": "2"}
+    auth = cassandra_cluster.parse_auth(
+        {"authenticator": "PasswordAuthenticator", "auth_read_consistency_level": "local_one"}, simple
+    )
+    assert auth == dict(rf=2, cl="LOCAL_ONE", authenticator="PasswordAuthenticator")
+    topology = {"class": "org.apache.cassandra.locator.NetworkTopologyStrategy", "dc1": "3", "dc2": "3"}
+    assert cassandra_cluster.parse_auth({"authenticator": "PasswordAuthenticator"}, topology) == dict(
+        rf={"dc1": 3, "dc2": 3}, cl="LOCAL_QUORUM", authenticator="PasswordAuthenticator"
+    )
+
+
+def test_a_cluster_that_checks_no_password_reads_no_role():
+    simple = {"class": "SimpleStrategy", "replication_factor": "1"}
+    assert cassandra_cluster.parse_auth({"authenticator": "AllowAllAuthenticator"}, simple) is None
+    assert cassandra_cluster.parse_auth({"authenticator": None}, simple) is None
+    assert cassandra_cluster.parse_auth({"authenticator": "PasswordAuthenticator"}, None) is None
