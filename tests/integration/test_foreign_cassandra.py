@@ -20,6 +20,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -50,6 +51,8 @@ PIDFILE = "/run/cassandra/cassandra.pid"
 # at QUORUM, so it fails whenever a replica of system_auth is down, as in every restart of a roll.
 FIRST_USER, FIRST_PASSWORD = "cassandra", "cassandra"
 USER, PASSWORD = "tactician_ops", "foreign-ops-" + secrets.token_hex(8)  # a throwaway cluster of this test only
+# The application's own role, no superuser, with the grants it needs on its keyspace only.
+APP_USER, APP_PASSWORD = "foreign_app", "foreign-app-" + secrets.token_hex(8)
 KEYSPACE = "foreign_it"
 
 INIT_SCRIPT = r"""#!/bin/sh
@@ -207,6 +210,9 @@ def _cassandra_yaml(address, seed):
         authorizer="CassandraAuthorizer",
         role_manager="CassandraRoleManager",
         auto_snapshot=False,
+        # Two nodes, system_auth at RF 2: the default LOCAL_QUORUM of role reads needs both, so a login that misses
+        # the auth caches while one node restarts would be refused; the operator of such a cluster reads at ONE.
+        auth_read_consistency_level="LOCAL_ONE",
         client_encryption_options=dict(
             enabled=True,
             optional=False,
@@ -218,12 +224,13 @@ def _cassandra_yaml(address, seed):
     )
 
 
-def _login(cluster, host=None, first=False):
+def _login(cluster, host=None, first=False, app=False):
     hosts = [host.address] if host else [h.address for h in cluster.hosts]
+    user, password = (FIRST_USER, FIRST_PASSWORD) if first else (APP_USER, APP_PASSWORD) if app else (USER, PASSWORD)
     return dict(
         login_hosts=hosts,
-        login_user=FIRST_USER if first else USER,
-        login_password=FIRST_PASSWORD if first else PASSWORD,
+        login_user=user,
+        login_password=password,
         ssl=True,
         ssl_ca_file=cluster.tls["ca"],
         ssl_cert_file=cluster.tls["client_cert"],
@@ -336,6 +343,12 @@ def foreign_cassandra(tmp_path_factory):
                 "CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'SimpleStrategy', "
                 "'replication_factor': 2}" % KEYSPACE
             )
+            session.execute(
+                "CREATE ROLE IF NOT EXISTS %s WITH PASSWORD = %%s AND LOGIN = true AND SUPERUSER = false" % APP_USER,
+                [APP_PASSWORD],
+            )
+            session.execute("GRANT SELECT ON KEYSPACE %s TO %s" % (KEYSPACE, APP_USER))
+            session.execute("GRANT MODIFY ON KEYSPACE %s TO %s" % (KEYSPACE, APP_USER))
         finally:
             session_cluster.shutdown()
         cluster.inventory = _write_inventory(cluster, folder)
@@ -360,13 +373,35 @@ def _write_inventory(cluster, folder):
         tactician_pid_file=PIDFILE,
         tactician_data_dir="/var/lib/cassandra",
     )
+    # The rolling lock in the cluster itself: a row written by lightweight transactions, which every controller sees.
+    lock = dict(
+        type="cassandra",
+        address=cluster.hosts[0].address,
+        login_user=USER,
+        login_password=PASSWORD,
+        tls=True,
+        ca_file=cluster.tls["ca"],
+        client_cert_file=cluster.tls["client_cert"],
+        client_key_file=cluster.tls["client_key"],
+    )
     return cluster.write_inventory(
         os.path.join(folder, "inventory"),
         "cassandra",
         group,
-        all_vars={"tactician_lock_dir": os.path.join(folder, "locks")},
+        all_vars={"tactician_lock_store": lock},
         host_vars={host.name: {"tactician_jmx_port": JMX[host.name]} for host in cluster.hosts},
     )
+
+
+def _lock_row(cluster):
+    """The record of the cluster's rolling lock (read at SERIAL), or None when nobody holds it."""
+    session_cluster, session = cql.connect(_login(cluster))
+    try:
+        if cql.keyspace_replication(session, "tactician") is None:
+            return None
+        return cql.read_serial(session, "SELECT record FROM tactician.rolling_locks WHERE name = %s", ["cassandra"])
+    finally:
+        session_cluster.shutdown()
 
 
 def _settings(cluster, name):
@@ -392,17 +427,129 @@ def test_a_live_setting_rolls_over_ssh_into_the_packaged_cassandra_yaml(foreign_
             assert re.search(r"^compaction_throughput: 32MiB/s$", handle.read(), re.M), host.name
 
 
-def test_a_restart_setting_drains_and_restarts_through_the_service_script(foreign_cassandra):
+def test_a_restart_roll_that_would_refuse_logins_stops_before_any_node(foreign_cassandra):
+    """system_auth at RF 1 (its one replica on one node): a restart of that node refuses every login that misses
+    the auth caches, whatever level the clients use; the roll says so before it touches anything."""
     pids = {host.name: _server_pid(host) for host in foreign_cassandra.hosts}
-    result = foreign_cassandra.roll("cassandra", {"native_transport_max_threads": 64})
+    wanted = _other_max_threads(foreign_cassandra)
+    session_cluster, session = cql.connect(_login(foreign_cassandra))
+    alter = "ALTER KEYSPACE system_auth WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}"
+    try:
+        session.execute(alter % 1)
+        try:
+            result = foreign_cassandra.roll("cassandra", wanted)
+        finally:
+            session.execute(alter % 2)  # both nodes still hold every role: nothing was written meanwhile
+    finally:
+        session_cluster.shutdown()
+    assert result.returncode != 0
+    assert "system_auth" in result.stderr and "LOCAL_ONE" in result.stderr, result.stderr[-3000:]
+    assert "Nothing was touched" in result.stderr
+    assert not any(task.startswith("Reconfigure the node") for task, _host, _res in result.results)
+    assert {host.name: _server_pid(host) for host in foreign_cassandra.hosts} == pids
+    assert _lock_row(foreign_cassandra) is None
+
+
+class _CqlLoad:
+    """A client of the cluster over TLS (hostname verified, the client certificate presented) that writes a new row
+    and reads an older one at ONE under its own role, one after the other, until stopped, as an application at RF 2
+    does: its statements idempotent, so the driver may retry them on the other node. Every error is counted; every
+    write the cluster acknowledged is kept to be read back."""
+
+    def __init__(self, cluster, table):
+        self.cluster_, self.table = cluster, table
+        self.acknowledged, self.failed, self.reads = [], [], 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        owner_cluster, owner = cql.connect(_login(self.cluster_))
+        try:
+            owner.execute("CREATE TABLE IF NOT EXISTS %s.%s (k int PRIMARY KEY, v text)" % (KEYSPACE, self.table))
+        finally:
+            owner_cluster.shutdown()
+        self.session_cluster, self.session = cql.connect(_login(self.cluster_, app=True))
+        self.write = self.session.prepare("INSERT INTO %s.%s (k, v) VALUES (?, ?)" % (KEYSPACE, self.table))
+        self.read = self.session.prepare("SELECT v FROM %s.%s WHERE k = ?" % (KEYSPACE, self.table))
+        self.write.is_idempotent = self.read.is_idempotent = True
+        self.thread.start()
+        return self
+
+    def _run(self):
+        i = 0
+        while not self.stop.is_set():
+            try:
+                self.session.execute(self.write, (i, "v%d" % i), timeout=10)
+                self.acknowledged.append(i)
+                if i > 10:
+                    self.session.execute(self.read, (i // 2,), timeout=10)
+                    self.reads += 1
+            except Exception as exc:  # every kind of failure a client sees counts
+                self.failed.append("%s: %s" % (type(exc).__name__, exc))
+            i += 1
+            time.sleep(0.005)
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=30)
+        self.session_cluster.shutdown()
+
+    def missing(self):
+        """The acknowledged rows the cluster does not return, read at ALL (every replica asked) with both nodes up."""
+        from cassandra import ConsistencyLevel
+        from cassandra.query import SimpleStatement
+
+        session_cluster, session = cql.connect(_login(self.cluster_))
+        try:
+            select = SimpleStatement(
+                "SELECT k FROM %s.%s" % (KEYSPACE, self.table), consistency_level=ConsistencyLevel.ALL, fetch_size=5000
+            )
+            found = {row.k for row in session.execute(select, timeout=60)}
+        finally:
+            session_cluster.shutdown()
+        return [k for k in self.acknowledged if k not in found]
+
+
+def _other_max_threads(cluster):
+    """A restart setting that changes something: native_transport_max_threads other than what the nodes run."""
+    running = set(_settings(cluster, "native_transport_max_threads").values())
+    return {"native_transport_max_threads": 96 if running == {"64"} else 64}
+
+
+def test_a_restart_roll_under_load_drains_and_restarts_through_the_service_script(foreign_cassandra, record_property):
+    pids = {host.name: _server_pid(host) for host in foreign_cassandra.hosts}
+    wanted = _other_max_threads(foreign_cassandra)
+    value = str(wanted["native_transport_max_threads"])
+    check = foreign_cassandra.roll("cassandra", wanted, check=True)
+    assert check.returncode == 0, check.stderr[-4000:]
+    assert check.changed() == len(foreign_cassandra.hosts), check.stats
+    assert {host.name: _server_pid(host) for host in foreign_cassandra.hosts} == pids, "check mode restarted a node"
+    assert value not in set(_settings(foreign_cassandra, "native_transport_max_threads").values())
+    with _CqlLoad(foreign_cassandra, "roll_load") as load:
+        time.sleep(2)
+        result = foreign_cassandra.roll("cassandra", wanted)
+        time.sleep(2)
     assert result.returncode == 0, result.stderr[-4000:]
-    assert set(_settings(foreign_cassandra, "native_transport_max_threads").values()) == {"64"}
+    record_property("acknowledged_writes", len(load.acknowledged))
+    record_property("reads", load.reads)
+    record_property("failed_operations", len(load.failed))
+    assert load.failed == [], load.failed[:5]
+    assert len(load.acknowledged) > 100 and load.reads > 50
+    assert load.missing() == []
+    assert set(_settings(foreign_cassandra, "native_transport_max_threads").values()) == {value}
     for host in foreign_cassandra.hosts:
         servers = _javas_of(host)
         assert servers == [_server_pid(host)], "%s runs %s, its PID file says %s" % (host.name, servers, pids)
         assert servers[0] != pids[host.name], "%s was not restarted" % host.name
     steps = [res for task, _host, res in result.results if task.startswith("Reconfigure the node, restarted")]
     assert len(steps) == 2 and all(res.get("restart_required") and res.get("downtime") for res in steps), steps
+    assert _lock_row(foreign_cassandra) is None, "the lock was not given back"
+    again = foreign_cassandra.roll("cassandra", wanted)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert again.changed() == 0, again.stats
+    assert {host.name: _javas_of(host) for host in foreign_cassandra.hosts} == {
+        host.name: [_server_pid(host)] for host in foreign_cassandra.hosts
+    }
 
 
 def test_a_peer_with_local_only_jmx_is_read_by_its_gossip_state_and_coordinator_latency(foreign_cassandra):
@@ -481,6 +628,96 @@ def test_autotune_plans_from_cpu_memory_and_disk_read_on_each_node(foreign_cassa
         assert sample["resources"]["cpu_pct"] is not None and sample["resources"]["disk_bytes"] > 0
         # the server's own CPU, from the PID file the inventory names, read on its host
         assert extra.get("process_cpu_pct") is not None and extra["process_cpu_pct"] > 0
+        # nodetool on the node against its own loopback JMX, after the window: what only JMX gives
+        assert "state_error" not in extra, extra["state_error"]
+        assert sample["state"]["live_sstables"] is not None, sample["state"]
+        assert sample["state"]["pending_compactions_estimated"] is not None, sample["state"]
     assert {s["extra"]["resources_from"] for s in nodes} == {"node cass-a", "node cass-b"}
     assert sum(s["throughput"] for s in samples if s["node"] == "cluster") > 0
     assert len(list((tmp_path / "plans").glob("cassandra-2*.yml"))) == 1
+
+
+def test_two_controllers_at_once_the_second_is_refused_by_the_lock_row_in_the_cluster(foreign_cassandra):
+    running = set(_settings(foreign_cassandra, "compaction_throughput").values())
+    wanted = {"compaction_throughput": 48 if running != {"48MiB/s"} else 40}
+    locked = threading.Event()
+
+    def on_event(event):
+        data = event.get("event_data", {})
+        if event.get("event") == "runner_on_ok" and str(data.get("task", "")).startswith("Take the cluster's rolling"):
+            locked.set()
+
+    first = {}
+    # A pause between the two nodes keeps the first roll (and its lock) going while the second starts.
+    worker = threading.Thread(
+        target=lambda: first.update(
+            run=foreign_cassandra.roll(
+                "cassandra", wanted, extra_vars={"tactician_rolling_pause_s": 60}, on_event=on_event
+            )
+        )
+    )
+    worker.start()
+    try:
+        assert locked.wait(300), "the first roll never took the lock"
+        held = _lock_row(foreign_cassandra)
+        assert held is not None and '"run_id"' in held["record"], held
+        # A second controller: its own run (its own process and run id), the same cluster, the same settings.
+        second = foreign_cassandra.roll("cassandra", wanted)
+    finally:
+        worker.join(timeout=1800)
+    assert second.returncode != 0
+    assert "is held by" in second.stderr, second.stderr[-3000:]
+    assert not any(task.startswith("Reconfigure the node") for task, _host, _res in second.results)
+    assert first["run"].returncode == 0, first["run"].stderr[-3000:]
+    assert set(_settings(foreign_cassandra, "compaction_throughput").values()) == {
+        "%dMiB/s" % wanted["compaction_throughput"]
+    }
+    assert _lock_row(foreign_cassandra) is None
+
+
+def test_a_node_killed_as_it_restarts_is_rolled_back_and_the_roll_stops(foreign_cassandra):
+    """The last test of the module: it leaves the cluster whole, on its previous configuration."""
+    before = {host.name: _server_pid(host) for host in foreign_cassandra.hosts}
+    old = set(_settings(foreign_cassandra, "native_transport_max_threads").values())
+    wanted = _other_max_threads(foreign_cassandra)
+    killed = {}
+    stop = threading.Event()
+
+    def kill_the_first_new_server():
+        while not stop.is_set() and not killed:
+            for host in foreign_cassandra.hosts:
+                try:
+                    pid = _server_pid(host)
+                except (OSError, ValueError):
+                    continue
+                if pid != before[host.name]:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.update(host=host, pid=pid)
+                    return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_the_first_new_server, daemon=True)
+    killer.start()
+    try:
+        # A cap only: the step sees the process gone through the service's status, long before this.
+        result = foreign_cassandra.roll("cassandra", wanted, extra_vars={"tactician_rejoin_timeout": 300})
+    finally:
+        stop.set()
+        killer.join(timeout=10)
+    assert killed, "no node was restarted: %s" % result.stderr[-2000:]
+    assert result.returncode != 0
+    steps = [res for task, _host, res in result.results if task.startswith("Reconfigure the node, restarted")]
+    failed = [res for res in steps if res.get("failed")]
+    assert len(failed) == 1 and failed[0]["rollback"]["ok"], failed
+    assert "exited while coming back" in failed[0]["msg"] and "rolled back" in failed[0]["msg"], failed[0]["msg"]
+    assert len(steps) == 1, "the roll went on after the failed node: %d steps" % len(steps)
+    host = killed["host"]
+    with open(host.path(CONF), encoding="utf-8") as handle:
+        text = handle.read()
+    assert not re.search(r"^native_transport_max_threads: %d$" % wanted["native_transport_max_threads"], text, re.M)
+    assert _javas_of(host) == [_server_pid(host)] and _server_pid(host) != killed["pid"]
+    other = [h for h in foreign_cassandra.hosts if h is not host][0]
+    assert _server_pid(other) == before[other.name], "the roll touched %s after the failed node" % other.name
+    assert set(_settings(foreign_cassandra, "native_transport_max_threads").values()) == old
+    # The rollback succeeded, so the lock was given back: the next roll may start.
+    assert _lock_row(foreign_cassandra) is None
