@@ -167,7 +167,7 @@ def main():
             jmx_port=dict(type="int", default=7199),
             jmx_user=dict(type="str"),
             jmx_password=dict(type="str", no_log=True),
-            keyspaces=dict(type="list", elements="str"),
+            keyspaces=dict(type="list", elements="str", no_log=False),
             java=dict(type="str", default="java"),
         ),
         supports_check_mode=True,

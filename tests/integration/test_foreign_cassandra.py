@@ -637,6 +637,55 @@ def test_autotune_plans_from_cpu_memory_and_disk_read_on_each_node(foreign_cassa
     assert len(list((tmp_path / "plans").glob("cassandra-2*.yml"))) == 1
 
 
+def _table_options(cluster, table):
+    session_cluster, session = cql.connect(_login(cluster))
+    try:
+        return session.execute(
+            "SELECT compaction, default_time_to_live FROM system_schema.tables "
+            "WHERE keyspace_name = %s AND table_name = %s",
+            [KEYSPACE, table],
+        ).one()
+    finally:
+        session_cluster.shutdown()
+
+
+def test_the_cassandra_tactic_role_finds_its_login_and_each_nodes_jmx_in_the_inventory(foreign_cassandra):
+    playbook = os.path.join(ROOT, "tests", "integration", "playbooks", "cassandra_tactics.yml")
+    running = _settings(foreign_cassandra, "concurrent_compactors")
+    compactors = 3 if set(running.values()) != {"3"} else 2
+    tactics = dict(
+        tactic_tables=[
+            dict(
+                keyspace=KEYSPACE,
+                name="tactic_events",
+                columns={"k": "int", "v": "text"},
+                primary_key=["k"],
+                compaction={"class": "UnifiedCompactionStrategy", "scaling_parameters": "T4"},
+                default_time_to_live=86400,
+            )
+        ],
+        tactic_settings={"concurrent_compactors": compactors},
+    )
+    check = run_playbook(playbook, foreign_cassandra.inventory, extra_vars=tactics, check=True)
+    assert check.returncode == 0, check.stderr[-3000:]
+    assert _table_options(foreign_cassandra, "tactic_events") is None
+    assert _settings(foreign_cassandra, "concurrent_compactors") == running
+    result = run_playbook(playbook, foreign_cassandra.inventory, extra_vars=tactics)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert PASSWORD not in result.stderr and APP_PASSWORD not in result.stderr
+    options = _table_options(foreign_cassandra, "tactic_events")
+    assert options.default_time_to_live == 86400
+    assert options.compaction["class"].endswith("UnifiedCompactionStrategy")
+    assert options.compaction["scaling_parameters"] == "T4"
+    # set live on each node by nodetool against its own JMX, and written to its packaged cassandra.yaml
+    assert set(_settings(foreign_cassandra, "concurrent_compactors").values()) == {str(compactors)}
+    for host in foreign_cassandra.hosts:
+        with open(host.path(CONF), encoding="utf-8") as handle:
+            assert re.search(r"^concurrent_compactors: %d$" % compactors, handle.read(), re.M), host.name
+    again = run_playbook(playbook, foreign_cassandra.inventory, extra_vars=tactics)
+    assert again.returncode == 0 and again.changed() == 0, again.stderr[-3000:]
+
+
 def test_two_controllers_at_once_the_second_is_refused_by_the_lock_row_in_the_cluster(foreign_cassandra):
     running = set(_settings(foreign_cassandra, "compaction_throughput").values())
     wanted = {"compaction_throughput": 48 if running != {"48MiB/s"} else 40}

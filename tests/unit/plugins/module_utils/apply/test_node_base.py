@@ -64,8 +64,8 @@ def test_a_status_command_that_cannot_run_is_unknown():
 def test_the_exit_watch_needs_polls_in_a_row_and_ignores_unknown():
     answers = iter(["stopped", "stopped", "running", "stopped", "unknown", "stopped", "stopped", "stopped"])
     watch = node_base.ExitWatch(["status"], polls=3, state=lambda argv: next(answers))
-    for _ in range(7):
-        watch.check("10.0.0.1")
+    for poll in range(7):
+        assert watch.check("10.0.0.1") is None, poll
     with pytest.raises(RuntimeError, match="^10.0.0.1 exited while coming back: .*status, 3 polls in a row"):
         watch.check("10.0.0.1")
 
