@@ -285,7 +285,12 @@ def foreign_cassandra(tmp_path_factory):
     jars = _jars()
     folder = str(tmp_path_factory.mktemp("foreign-cassandra"))
     cluster = foreign.ForeignCluster(
-        os.path.join(folder, "hosts"), HOSTS, DIRS, seed=["/etc/init.d"], shared={HOME: jars}
+        os.path.join(folder, "hosts"),
+        HOSTS,
+        DIRS,
+        seed=["/etc/init.d"],
+        # the jars only, as the package installs them: no conf/ beside them (the lab's own home has one)
+        shared={HOME + "/lib": os.path.join(jars, "lib")},
     )
     cluster.stoppers = ["service cassandra stop >/dev/null 2>&1 || true"]
     cluster.pidfiles = [PIDFILE]

@@ -158,13 +158,40 @@ def server_argv(
     return argv
 
 
-def nodetool_argv(cassandra_home, host, jmx_port, args, java="java", jmx_user=None, password_file=None):
-    """The java argument vector of one nodetool call (JMX password only through password_file)."""
+# nodetool's logging when the installation has no logback-tools.xml of its own: warnings to stderr, never to stdout,
+# which the callers parse (logback's own default logs DEBUG lines to stdout, in front of `tablestats -F json`).
+NODETOOL_LOGBACK = """<configuration scan="false">
+  <appender name="STDERR" class="ch.qos.logback.core.ConsoleAppender">
+    <target>System.err</target>
+    <encoder><pattern>%-5level %msg%n</pattern></encoder>
+  </appender>
+  <root level="WARN"><appender-ref ref="STDERR" /></root>
+</configuration>
+"""
+
+# Where an installation keeps nodetool's logging: the tarball's conf/, the packages' /etc/cassandra.
+PACKAGED_CONF_DIRS = ("/etc/cassandra",)
+
+
+def tools_logback(cassandra_home):
+    """The installation's logback-tools.xml (its conf/, else the packages' /etc/cassandra), or None."""
+    for folder in (os.path.join(cassandra_home, "conf"),) + PACKAGED_CONF_DIRS:
+        path = os.path.join(folder, "logback-tools.xml")
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def nodetool_argv(
+    cassandra_home, host, jmx_port, args, java="java", jmx_user=None, password_file=None, logback_file=None
+):
+    """The java argument vector of one nodetool call (JMX password only through password_file). logback_file:
+    nodetool's logging configuration when the installation has none (tools_logback)."""
     argv = [java, "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
     argv += _module_flags(_CLIENT_EXPORTS, _CLIENT_OPENS)
-    tools_logback = os.path.join(cassandra_home, "conf", "logback-tools.xml")
-    if os.path.exists(tools_logback):
-        argv += ["-Dlogback.configurationFile=file://" + tools_logback]
+    logback = tools_logback(cassandra_home) or logback_file
+    if logback:
+        argv += ["-Dlogback.configurationFile=file://" + logback]
     argv += ["-cp", os.path.join(lib_dir(cassandra_home), "*"), NODETOOL_CLASS]
     argv += ["-h", host, "-p", str(int(jmx_port))]
     if jmx_user:
@@ -177,13 +204,17 @@ def nodetool_argv(cassandra_home, host, jmx_port, args, java="java", jmx_user=No
 
 def run_nodetool(cassandra_home, host, jmx_port, args, java="java", jmx_user=None, jmx_password=None, timeout=120):
     """Run nodetool; returns stdout. Raises CassandraServerError on a non-zero exit or a timeout."""
-    password_file = None
+    password_file = logback_file = None
     try:
         if jmx_password:
             fd, password_file = tempfile.mkstemp(prefix="tactician-jmx-")
             with os.fdopen(fd, "w") as handle:
                 handle.write("%s %s\n" % (jmx_user or "", jmx_password))
-        argv = nodetool_argv(cassandra_home, host, jmx_port, args, java, jmx_user, password_file)
+        if tools_logback(cassandra_home) is None:
+            fd, logback_file = tempfile.mkstemp(prefix="tactician-nodetool-", suffix=".xml")
+            with os.fdopen(fd, "w") as handle:
+                handle.write(NODETOOL_LOGBACK)
+        argv = nodetool_argv(cassandra_home, host, jmx_port, args, java, jmx_user, password_file, logback_file)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired as exc:
@@ -193,8 +224,9 @@ def run_nodetool(cassandra_home, host, jmx_port, args, java="java", jmx_user=Non
         except OSError as exc:
             raise CassandraServerError("cannot run java for nodetool: %s" % exc) from exc
     finally:
-        if password_file:
-            os.unlink(password_file)
+        for path in (password_file, logback_file):
+            if path:
+                os.unlink(path)
     if proc.returncode != 0:
         message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
         raise CassandraServerError(

@@ -111,8 +111,11 @@ def _observed(keyspace, keyspaces):
 def parse_tablestats_json(text, keyspaces=None):
     """{(keyspace, table): {"sstable_count", "local_read_count"}} from ``nodetool tablestats -F json`` for the
     observed keyspaces (the given ones, else every non-system keyspace)."""
+    # The document starts at the first line that opens an object: a JVM or logging line may come before it.
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("{")), 0)
     try:
-        document = json.loads(text)
+        document = json.loads("\n".join(lines[start:]))
     except ValueError as exc:
         raise CassandraStateError("nodetool tablestats -F json: not JSON (%s)" % exc) from None
     if not isinstance(document, dict):

@@ -96,3 +96,28 @@ def test_run_nodetool_reports_failure_and_removes_password_file(home, monkeypatc
     assert seen["content"] == "ops s3cret\n"
     assert not any("s3cret" in arg for arg in seen["argv"])
     assert not os.path.exists(seen["path"])
+
+
+def test_nodetool_of_an_installation_without_its_logging_logs_to_stderr_only(tmp_path, monkeypatch):
+    """A packaged layout's /usr/share/cassandra has no conf/: logback's default would print DEBUG lines to the
+    stdout that the callers parse."""
+    (tmp_path / "lib").mkdir()
+    monkeypatch.setattr(cs, "PACKAGED_CONF_DIRS", ())
+    seen = {}
+
+    class Done:
+        returncode = 0
+        stdout = "{}"
+        stderr = ""
+
+    def fake_run(argv, **kwargs):
+        flag = [arg for arg in argv if arg.startswith("-Dlogback.configurationFile=file://")]
+        seen["path"] = flag[0].split("file://", 1)[1]
+        with open(seen["path"]) as handle:
+            seen["content"] = handle.read()
+        return Done()
+
+    monkeypatch.setattr(cs.subprocess, "run", fake_run)
+    assert cs.run_nodetool(str(tmp_path), "127.0.0.1", 7199, ["tablestats", "-F", "json"]) == "{}"
+    assert "System.err" in seen["content"] and "System.out" not in seen["content"]
+    assert not os.path.exists(seen["path"])

@@ -127,6 +127,15 @@ def test_tablestats_json_of_the_observed_keyspaces():
     assert not any(keyspace in state.SYSTEM_KEYSPACES for keyspace, _table in everything)
 
 
+def test_tablestats_json_after_a_logging_line_on_stdout():
+    text = "22:01:33.120 [main] DEBUG o.a.c.tools.NodeProbe -- connected\n" + recorded("nodetool_tablestats_json.txt")
+    assert state.parse_tablestats_json(text, ["ycsb_it"]) == state.parse_tablestats_json(
+        recorded("nodetool_tablestats_json.txt"), ["ycsb_it"]
+    )
+    with pytest.raises(state.CassandraStateError, match="not JSON"):
+        state.parse_tablestats_json("22:01:33.120 [main] DEBUG nothing else")
+
+
 def test_tablehistograms_sstables_column():
     histograms = state.parse_tablehistograms(recorded("nodetool_tablehistograms.txt"), ["ycsb_it"])
     usertable = histograms[("ycsb_it", "usertable")]
