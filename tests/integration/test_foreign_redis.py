@@ -403,6 +403,43 @@ def test_a_restart_roll_under_load_fails_no_operation_and_keeps_every_acknowledg
     assert not any(res.get("changed") for task, _host, res in again.results if task.startswith("Reconfigure the node"))
 
 
+def test_the_load_driver_reaches_the_cluster_over_tls_with_its_client_certificate(foreign_redis):
+    """YCSB through the collection's Jedis binding, as the measuring playbooks run it: TLS with the client
+    certificate the nodes require and each node's certificate checked against the address the cluster reports for
+    it; without the certificate the nodes refuse the driver and the run says so."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
+    from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run
+
+    params = load_run.with_defaults(
+        store="redis",
+        driver_home=foreign.install_load_driver(),
+        hosts=["%s:6379" % foreign_redis.hosts[0].address],
+        login_password=PASSWORD,
+        tls=True,
+        ca_file=foreign_redis.tls["ca"],
+        client_cert_file=foreign_redis.tls["client_cert"],
+        client_key_file=foreign_redis.tls["client_key"],
+        validate_certs=True,
+        check_hostname=True,
+        workload="a",
+        phases=["load", "run"],
+        properties={"recordcount": 1000, "operationcount": 1000000000},
+        max_seconds=3,
+        threads=4,
+    )
+    results = load_run.execute(params, load_run.plan(params))
+    run = results[-1]
+    assert results[0]["failed_total"] == 0 and run["failed_total"] == 0, results
+    assert run["throughput"] > 0 and run["operations"], run
+    bare = dict(params, client_cert_file=None, client_key_file=None, phases=["run"])
+    try:
+        refused = load_run.execute(bare, load_run.plan(bare))
+    except TacticianError as exc:
+        assert "redis" in str(exc).lower() or "ssl" in str(exc).lower() or "connect" in str(exc).lower(), exc
+    else:
+        assert refused[-1]["throughput"] == 0 or refused[-1]["failed_total"] > 0, refused
+
+
 def test_two_controllers_at_once_the_second_is_refused_by_the_lock_in_the_cluster(foreign_redis):
     wanted = _other_rdbchecksum(foreign_redis)
     locked = threading.Event()

@@ -21,6 +21,23 @@ class LoadError(TrialError):
     """Bad parameters or a failed run; the message names the field or the host."""
 
 
+def _tls_properties(params, prefix):
+    """The bindings' TLS properties under prefix (the load driver's Tls class): the CA, the client certificate and
+    whether the certificate is validated and must name the node, from the module's connection options."""
+    if not params.get("tls"):
+        return {}
+    props = {
+        prefix + ".validate": params.get("validate_certs") is not False,
+        prefix + ".checkhostname": params.get("check_hostname") is not False,
+    }
+    for option, name in (("ca_file", "cafile"), ("client_cert_file", "certfile"), ("client_key_file", "keyfile")):
+        if params.get(option):
+            props["%s.%s" % (prefix, name)] = params[option]
+    if bool(params.get("client_cert_file")) != bool(params.get("client_key_file")):
+        raise LoadError("client_cert_file and client_key_file go together: give both or neither")
+    return props
+
+
 def _store_properties(params, spec, scans=None):
     store = params["store"]
     hosts = params["hosts"]
@@ -35,8 +52,7 @@ def _store_properties(params, spec, scans=None):
             "cassandra.writeconsistencylevel": params.get("consistency") or "ONE",
             "cassandra.ssl": bool(params.get("tls")),
         }
-        if params.get("ca_file"):
-            props["cassandra.ssl.cafile"] = params["ca_file"]
+        props.update(_tls_properties(params, "cassandra.ssl"))
         if user:
             props.update({"cassandra.username": user, "cassandra.password": password})
     elif store == "redis":
@@ -46,6 +62,7 @@ def _store_properties(params, spec, scans=None):
             # Scans need the key index; a workload without scans then sends one command per operation.
             "redis.scanindex": spec.scanproportion > 0 if scans is None else scans,
         }
+        props.update(_tls_properties(params, "redis.tls"))
         if user:
             props["redis.user"] = user
         if password:
@@ -58,6 +75,7 @@ def _store_properties(params, spec, scans=None):
             "mongodb.database": params.get("database") or "ycsb",
             "mongodb.tls": bool(params.get("tls")),
         }
+        props.update(_tls_properties(params, "mongodb.tls"))
         if user:
             props.update(
                 {"mongodb.user": user, "mongodb.password": password, "mongodb.authsource": params.get("auth_source")}

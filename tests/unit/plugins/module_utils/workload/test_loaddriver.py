@@ -179,6 +179,41 @@ def test_redis_scan_index_only_for_workloads_with_scans():
     assert loadrun._store_properties(params, ycsb.workload("e"))["redis.scanindex"] is True
 
 
+@pytest.mark.parametrize(
+    "store, hosts, prefix",
+    [
+        ("cassandra", ["127.0.0.1"], "cassandra.ssl"),
+        ("redis", ["127.0.0.1:6381"], "redis.tls"),
+        ("mongodb", ["127.0.0.1:27017"], "mongodb.tls"),
+    ],
+)
+def test_tls_gives_the_driver_the_ca_the_client_certificate_and_the_hostname_check(store, hosts, prefix):
+    from ansible_collections.tactician.nosql.plugins.module_utils.workload import ycsb
+
+    params = dict(
+        BASE,
+        store=store,
+        hosts=hosts,
+        tls=True,
+        ca_file="/pki/ca.pem",
+        client_cert_file="/pki/client.pem",
+        client_key_file="/pki/client-key.pem",
+        validate_certs=True,
+        check_hostname=True,
+    )
+    props = loadrun._store_properties(params, ycsb.workload("c"))
+    assert props[prefix + ".cafile"] == "/pki/ca.pem"
+    assert props[prefix + ".certfile"] == "/pki/client.pem" and props[prefix + ".keyfile"] == "/pki/client-key.pem"
+    assert props[prefix + ".validate"] is True and props[prefix + ".checkhostname"] is True
+    # the operator's explicit opt-out is passed on, never the default
+    unchecked = loadrun._store_properties(dict(params, check_hostname=False), ycsb.workload("c"))
+    assert unchecked[prefix + ".checkhostname"] is False
+    plain = loadrun._store_properties(dict(params, tls=False), ycsb.workload("c"))
+    assert not [key for key in plain if key.startswith(prefix + ".")]
+    with pytest.raises(TacticianError, match="^client_cert_file and client_key_file go together"):
+        loadrun._store_properties(dict(params, client_key_file=None), ycsb.workload("c"))
+
+
 def test_schedule_replay_runs_each_phase_with_its_mix_rate_and_duration(monkeypatch, tmp_path):
     from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
 

@@ -13,12 +13,10 @@ import com.datastax.oss.driver.api.core.cql.ColumnDefinition;
 import com.datastax.oss.driver.api.core.cql.PreparedStatement;
 import com.datastax.oss.driver.api.core.cql.ResultSet;
 import com.datastax.oss.driver.api.core.cql.Row;
-import java.io.FileInputStream;
+import com.datastax.oss.driver.api.core.metadata.EndPoint;
+import com.datastax.oss.driver.api.core.ssl.SslEngineFactory;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.security.KeyStore;
-import java.security.cert.CertificateFactory;
-import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -29,7 +27,8 @@ import java.util.Set;
 import java.util.Vector;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.net.ssl.SSLContext;
-import javax.net.ssl.TrustManagerFactory;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLParameters;
 import site.ycsb.ByteArrayByteIterator;
 import site.ycsb.ByteIterator;
 import site.ycsb.DB;
@@ -42,8 +41,8 @@ import site.ycsb.Status;
  * <p>Table: {@code CREATE TABLE usertable (y_id text PRIMARY KEY, field0 blob, ...)}; the load driver creates it.
  * One session per JVM, shared by the client threads; statements are prepared once per field set.
  * Properties: cassandra.hosts, cassandra.port, cassandra.keyspace, cassandra.username, cassandra.password,
- * cassandra.ssl, cassandra.ssl.cafile, cassandra.readconsistencylevel, cassandra.writeconsistencylevel,
- * cassandra.datacenter, cassandra.connections, cassandra.requesttimeoutms. The password comes from the properties
+ * cassandra.ssl (with the properties of {@link Tls} under cassandra.ssl: cafile, certfile, keyfile, validate,
+ * checkhostname), cassandra.readconsistencylevel, cassandra.writeconsistencylevel, cassandra.datacenter, cassandra.connections, cassandra.requesttimeoutms. The password comes from the properties
  * file the driver writes with mode 0600, never from the command line.
  */
 public class CassandraCqlDB extends DB {
@@ -92,7 +91,8 @@ public class CassandraCqlDB extends DB {
           builder.withAuthCredentials(user, p.getProperty("cassandra.password", ""));
         }
         if (Boolean.parseBoolean(p.getProperty("cassandra.ssl", "false"))) {
-          builder.withSslContext(sslContext(p.getProperty("cassandra.ssl.cafile")));
+          builder.withSslEngineFactory(new Engines(Tls.context(p, "cassandra.ssl"),
+              Tls.checkHostname(p, "cassandra.ssl")));
         }
         builder.withKeyspace(p.getProperty("cassandra.keyspace", "ycsb"));
         session = builder.build();
@@ -105,24 +105,35 @@ public class CassandraCqlDB extends DB {
     }
   }
 
-  static SSLContext sslContext(String caFile) throws Exception {
-    SSLContext context = SSLContext.getInstance("TLS");
-    if (caFile == null || caFile.isEmpty()) {
-      context.init(null, null, null);
-      return context;
+  /**
+   * TLS engines whose certificate check names the node as it was given (the address or name of the contact point
+   * or of the peer): the driver's own factory asks a reverse lookup for a name, which an address-only certificate
+   * does not hold and a machine without DNS answers slowly.
+   */
+  static final class Engines implements SslEngineFactory {
+    private final SSLContext context;
+    private final boolean checkHostname;
+
+    Engines(SSLContext context, boolean checkHostname) {
+      this.context = context;
+      this.checkHostname = checkHostname;
     }
-    KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
-    store.load(null, null);
-    try (FileInputStream in = new FileInputStream(caFile)) {
-      int index = 0;
-      for (java.security.cert.Certificate cert : CertificateFactory.getInstance("X.509").generateCertificates(in)) {
-        store.setCertificateEntry("ca" + index++, (X509Certificate) cert);
+
+    @Override
+    public SSLEngine newSslEngine(EndPoint endPoint) {
+      InetSocketAddress address = (InetSocketAddress) endPoint.resolve();
+      SSLEngine engine = context.createSSLEngine(address.getHostString(), address.getPort());
+      engine.setUseClientMode(true);
+      if (checkHostname) {
+        SSLParameters parameters = engine.getSSLParameters();
+        parameters.setEndpointIdentificationAlgorithm("HTTPS");
+        engine.setSSLParameters(parameters);
       }
+      return engine;
     }
-    TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
-    tmf.init(store);
-    context.init(null, tmf.getTrustManagers(), null);
-    return context;
+
+    @Override
+    public void close() {}
   }
 
   @Override

@@ -22,6 +22,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.Vector;
+import javax.net.ssl.SSLContext;
 import org.bson.Document;
 import org.bson.types.Binary;
 import site.ycsb.ByteArrayByteIterator;
@@ -34,7 +35,8 @@ import site.ycsb.Status;
  * YCSB binding for MongoDB (sync Java driver): a record is a document {_id: key, field0: binary, ...}.
  *
  * <p>Properties: mongodb.host, mongodb.port, mongodb.database, mongodb.user, mongodb.password,
- * mongodb.authsource, mongodb.authmechanism (SCRAM-SHA-256 or SCRAM-SHA-1), mongodb.tls, mongodb.replicaset,
+ * mongodb.authsource, mongodb.authmechanism (SCRAM-SHA-256 or SCRAM-SHA-1), mongodb.tls (with the properties of
+ * {@link Tls} under mongodb.tls), mongodb.replicaset,
  * mongodb.writeconcern (w1, majority), mongodb.poolsize. The password comes from the properties file the driver
  * writes with mode 0600; it is never put into a connection string.
  */
@@ -63,8 +65,12 @@ public class MongoDbDB extends DB {
             .applyConnectionString(new ConnectionString(uri))
             .applyToConnectionPoolSettings(b -> b.maxSize(Integer.parseInt(p.getProperty("mongodb.poolsize",
                 String.valueOf(Math.max(8, Integer.parseInt(p.getProperty("threadcount", "1")) + 2))))))
-            .applyToSslSettings(b -> b.enabled(Boolean.parseBoolean(p.getProperty("mongodb.tls", "false"))))
             .readPreference(ReadPreference.primary());
+        if (Boolean.parseBoolean(p.getProperty("mongodb.tls", "false"))) {
+          SSLContext context = Tls.context(p, "mongodb.tls");
+          boolean checkHostname = Tls.checkHostname(p, "mongodb.tls");
+          settings.applyToSslSettings(b -> b.enabled(true).context(context).invalidHostNameAllowed(!checkHostname));
+        }
         String user = p.getProperty("mongodb.user", "");
         if (!user.isEmpty()) {
           String source = p.getProperty("mongodb.authsource", "admin");

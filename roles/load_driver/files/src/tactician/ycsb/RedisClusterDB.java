@@ -10,6 +10,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.Vector;
 import java.util.concurrent.atomic.AtomicLong;
+import javax.net.ssl.SSLParameters;
 import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
 import redis.clients.jedis.Connection;
 import redis.clients.jedis.DefaultJedisClientConfig;
@@ -27,8 +28,8 @@ import site.ycsb.StringByteIterator;
  * <p>Scans use a sorted set "_indices" of keys scored by their hash, as YCSB's own Redis binding does; it is
  * maintained on insert only when redis.scanindex is true (the driver turns it on for workloads with scans), so a
  * workload without scans sends exactly one command per operation. Properties: redis.nodes (host:port,...),
- * redis.user, redis.password, redis.tls, redis.poolsize, redis.timeoutms. The password comes from the properties
- * file the driver writes with mode 0600.
+ * redis.user, redis.password, redis.tls (with the properties of {@link Tls} under redis.tls), redis.poolsize,
+ * redis.timeoutms. The password comes from the properties file the driver writes with mode 0600.
  */
 public class RedisClusterDB extends DB {
   private static final Object LOCK = new Object();
@@ -56,6 +57,15 @@ public class RedisClusterDB extends DB {
         DefaultJedisClientConfig.Builder config = DefaultJedisClientConfig.builder()
             .connectionTimeoutMillis(timeout).socketTimeoutMillis(timeout)
             .ssl(Boolean.parseBoolean(p.getProperty("redis.tls", "false")));
+        if (Boolean.parseBoolean(p.getProperty("redis.tls", "false"))) {
+          config.sslSocketFactory(Tls.context(p, "redis.tls").getSocketFactory());
+          if (Tls.checkHostname(p, "redis.tls")) {
+            // the JDK checks the certificate against the host each node is reached by (its address in the cluster)
+            SSLParameters parameters = new SSLParameters();
+            parameters.setEndpointIdentificationAlgorithm("HTTPS");
+            config.sslParameters(parameters);
+          }
+        }
         String user = p.getProperty("redis.user");
         if (user != null && !user.isEmpty()) {
           config.user(user);
