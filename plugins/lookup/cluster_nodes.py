@@ -8,7 +8,8 @@ name: cluster_nodes
 short_description: The nodes of an inventory group in the shape the cluster modules take
 description:
   - For each inventory group given, returns its hosts as the health and cluster modules of the collection want
-    them, from each host's inventory variables.
+    them, from each host's inventory variables; a host name given instead of a group returns that host alone (the
+    bench node of the measuring playbooks, one node's own step).
   - The address clients reach a node at is C(tactician_node_address), else the lab roles' variable
     (C(cassandra_node_listen_address), C(redis_node_bind)), else C(ansible_host), else the inventory name; its port
     C(tactician_node_port), else C(redis_node_port) (Redis), else the store's default.
@@ -25,7 +26,7 @@ author:
   - Tactician maintainers (@tactician)
 options:
   _terms:
-    description: Inventory group names.
+    description: Inventory group names, or host names (that host alone); a list counts as its items.
     required: true
     type: list
     elements: str
@@ -99,18 +100,31 @@ def _node(store, host, hostvars):
     return "%s:%d" % (_address(host, hostvars, "redis_node_bind"), port)
 
 
+def _flat(terms):
+    for term in terms:
+        if isinstance(term, (list, tuple)):
+            yield from _flat(term)
+        else:
+            yield term
+
+
 def cluster_nodes(terms, variables, store):
-    """The nodes of the groups in terms, from the inventory's groups and hostvars."""
+    """The nodes of the groups (or single hosts) in terms, from the inventory's groups and hostvars."""
     variables = variables or {}
     groups = variables.get("groups", {})
     hostvars = variables.get("hostvars", {})
     nodes = []
-    for group in terms:
-        if group not in groups:
+    for term in _flat(terms):
+        if term in groups:
+            hosts = groups[term]
+        elif term in hostvars:
+            hosts = [term]
+        else:
             raise AnsibleLookupError(
-                "cluster_nodes: inventory group %r does not exist; groups: %s" % (group, ", ".join(sorted(groups)))
+                "cluster_nodes: %r is neither an inventory group nor a host; groups: %s"
+                % (term, ", ".join(sorted(groups)))
             )
-        for host in groups[group]:
+        for host in hosts:
             nodes.append(_node(store, host, hostvars.get(host, {})))
     return nodes
 

@@ -311,6 +311,27 @@ class ForeignCluster:
         return left
 
 
+def install_load_driver():
+    """The load driver where the lab installs it (role tactician.nosql.load_driver, resolved once per checkout):
+    the bench host of a foreign cluster runs it from there, as an operator runs it from where they installed it.
+    Returns its directory."""
+    from ansible_run import ROOT, run_playbook
+
+    base = os.path.join(ROOT, ".lab")
+    folder = os.path.join(base, "driver-install")
+    os.makedirs(folder, exist_ok=True)
+    playbook = os.path.join(folder, "install.yml")
+    with open(playbook, "w", encoding="utf-8") as handle:
+        handle.write(
+            "- hosts: localhost\n  gather_facts: false\n  roles:\n    - role: tactician.nosql.load_driver\n"
+            "      load_driver_base_dir: %s\n" % base
+        )
+    result = run_playbook(playbook, os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml"))
+    if result.returncode != 0:
+        raise RuntimeError("installing the load driver failed: %s" % result.stderr[-3000:])
+    return os.path.join(base, "load-driver")
+
+
 def _only_dirs(path):
     """Whether path holds nothing but (empty) directories: a mount point tree this fixture made."""
     for _root, _dirs, files in os.walk(path):

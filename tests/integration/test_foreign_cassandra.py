@@ -356,6 +356,7 @@ def foreign_cassandra(tmp_path_factory):
             session.execute("GRANT MODIFY ON KEYSPACE %s TO %s" % (KEYSPACE, APP_USER))
         finally:
             session_cluster.shutdown()
+        cluster.load_driver_home = foreign.install_load_driver()
         cluster.inventory = _write_inventory(cluster, folder)
         yield cluster
     finally:
@@ -376,6 +377,8 @@ def _write_inventory(cluster, folder):
         tactician_cassandra_replication_factor=2,
         # where observe's readings on each node find the server's process and its data
         tactician_pid_file=PIDFILE,
+        # where the operator installed the load driver, for the measuring playbooks on a bench host
+        tactician_load_driver_home=cluster.load_driver_home,
         tactician_data_dir="/var/lib/cassandra",
     )
     # The rolling lock in the cluster itself: a row written by lightweight transactions, which every controller sees.
@@ -689,6 +692,84 @@ def test_the_cassandra_tactic_role_finds_its_login_and_each_nodes_jmx_in_the_inv
             assert re.search(r"^concurrent_compactors: %d$" % compactors, handle.read(), re.M), host.name
     again = run_playbook(playbook, foreign_cassandra.inventory, extra_vars=tactics)
     assert again.returncode == 0 and again.changed() == 0, again.stderr[-3000:]
+
+
+def _compare(cluster, tmp_path, name, configs, **extra):
+    """playbooks/compare.yml on the first host as the bench node: one round of short runs of YCSB A."""
+    dataset = str(tmp_path / ("%s.jsonl" % name))
+    result = run_playbook(
+        os.path.join(ROOT, "playbooks", "compare.yml"),
+        cluster.inventory,
+        dict(
+            tactician_compare_host=cluster.hosts[0].name,
+            tactician_compare_workload="a",
+            tactician_compare_rounds=1,
+            tactician_compare_run_s=3,
+            tactician_compare_warmup_s=2,
+            tactician_compare_records=2000,
+            tactician_compare_threads=4,
+            tactician_compare_keyspace="tactician_compare_it",
+            tactician_compare_configs=configs,
+            tactician_compare_dataset=dataset,
+            **extra,
+        ),
+    )
+    return result, dataset
+
+
+def _runs(result):
+    """The last phase of every measured run of a compare.yml run."""
+    return [res["results"][-1] for task, _host, res in result.results if task and task.startswith("Run the workload")]
+
+
+def test_compare_measures_a_bench_host_through_its_service_and_tls(foreign_cassandra, tmp_path):
+    """The measuring playbooks on a node the collection did not build, from its inventory alone: the load driver
+    runs on the bench host and reaches the node over TLS with the client certificate and the hostname checked;
+    every run of the restart design starts on a JVM its service script restarted, and no second server is ever
+    started; the live design restarts nothing; a setting that needs a restart is refused there; the dataset is
+    written on the controller."""
+    import json
+
+    host = foreign_cassandra.hosts[0]
+    before = _server_pid(host)
+    cold, dataset = _compare(foreign_cassandra, tmp_path, "cold", {"one": {}, "same": {}})
+    assert cold.returncode == 0, cold.stderr[-4000:]
+    steps = [res for task, _host, res in cold.results if task and task.startswith("Reconfigure the node")]
+    assert len(steps) == 2 and all(s["restart_forced"] and "start" in s["steps"] for s in steps), steps
+    assert _server_pid(host) != before and len(_javas_of(host)) == 1
+    runs = _runs(cold)
+    assert len(runs) == 2, cold.results
+    # the client's and the server's CPU beside the throughput: the server's read on its host from its PID file
+    assert all(r["throughput"] > 0 and r["failed_total"] == 0 and r["server_cpu_s"] > 0 for r in runs), runs
+    rows = [json.loads(line) for line in open(dataset, encoding="utf-8")]
+    assert len(rows) == 2 and all(r.get("row", r)["restarted"] is True for r in rows), rows
+
+    pid = _server_pid(host)
+    live, _dataset = _compare(
+        foreign_cassandra,
+        tmp_path,
+        "live",
+        {"default": {}, "reads": {"concurrent_reads": 16}},
+        tactician_compare_restart=False,
+        tactician_compare_reload=False,
+        tactician_compare_defaults={"concurrent_reads": 32},
+    )
+    assert live.returncode == 0, live.stderr[-4000:]
+    assert _server_pid(host) == pid, "a live comparison restarted the bench node"
+    assert all(r["throughput"] > 0 and r["failed_total"] == 0 for r in _runs(live)), _runs(live)
+    assert _settings(foreign_cassandra, "concurrent_reads")[host.name] == "32"
+
+    refused, _dataset = _compare(
+        foreign_cassandra,
+        tmp_path,
+        "refused",
+        {"default": {}, "big": {"memtable_heap_space": 64}},
+        tactician_compare_restart=False,
+    )
+    assert refused.returncode != 0
+    failed = [res.get("msg", "") for _task, _host, res in refused.results if res.get("failed")]
+    assert any("memtable_heap_space" in msg and "allow_restart is false" in msg for msg in failed), failed
+    assert _server_pid(host) == pid
 
 
 def test_two_controllers_at_once_the_second_is_refused_by_the_lock_row_in_the_cluster(foreign_cassandra):

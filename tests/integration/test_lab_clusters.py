@@ -655,65 +655,6 @@ def test_aggressive_restart_of_the_single_cassandra_node(clusters):
     assert up.returncode == 0 and up.changed() == 0, up.stats
 
 
-def test_compare_restarts_before_every_run_or_stays_live_when_told(clusters, tmp_path):
-    """compare.yml gives every run a fresh JVM, also to a configuration equal to the one before it; with
-    tactician_compare_restart=false nothing restarts, and a configuration that needs a restart is refused."""
-    import json
-
-    common = dict(
-        tactician_compare_workload="a",
-        tactician_compare_rounds=1,
-        tactician_compare_run_s=3,
-        tactician_compare_warmup_s=2,
-        tactician_compare_records=2000,
-        tactician_compare_threads=4,
-        tactician_compare_keyspace="tactician_compare_it",
-    )
-
-    cold = str(tmp_path / "cold.jsonl")
-    same = run_playbook(
-        "playbooks/compare.yml",
-        INVENTORY,
-        dict(common, tactician_compare_configs={"one": {}, "same": {}}, tactician_compare_dataset=cold),
-    )
-    assert same.returncode == 0, same.stderr[-4000:]
-    steps = _reconfigured(same)
-    assert len(steps) == 2 and all(s["restart_forced"] and "start" in s["steps"] for s in steps), steps
-    rows = [json.loads(line) for line in open(cold)]
-    assert len(rows) == 2 and all(r.get("row", r)["restarted"] is True for r in rows), rows
-
-    live = run_playbook(
-        "playbooks/compare.yml",
-        INVENTORY,
-        dict(
-            common,
-            tactician_compare_restart=False,
-            tactician_compare_reload=False,
-            tactician_compare_configs={"default": {}, "reads": {"concurrent_reads": 16}},
-            tactician_compare_defaults={"concurrent_reads": 32},
-            tactician_compare_dataset=str(tmp_path / "live.jsonl"),
-        ),
-    )
-    assert live.returncode == 0, live.stderr[-4000:]
-    steps = _reconfigured(live)
-    assert steps and not any("start" in s.get("steps", []) for s in steps), steps
-    assert _cassandra_setting("concurrent_reads") == "32"
-
-    refused = run_playbook(
-        "playbooks/compare.yml",
-        INVENTORY,
-        dict(
-            common,
-            tactician_compare_restart=False,
-            tactician_compare_configs={"default": {}, "big": {"memtable_heap_space": 64}},
-            tactician_compare_dataset=str(tmp_path / "refused.jsonl"),
-        ),
-    )
-    assert refused.returncode != 0
-    failed = [res.get("msg", "") for _task, _host, res in refused.results if res.get("failed")]
-    assert any("memtable_heap_space" in msg and "allow_restart is false" in msg for msg in failed), failed
-
-
 def _history_with_a_daily_cycle(path, steps=240):
     """A history of aggregate samples, 30 s apart, whose read ratio and throughput follow a slow cycle."""
     import math

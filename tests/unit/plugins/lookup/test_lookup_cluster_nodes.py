@@ -29,8 +29,13 @@ def test_redis_shape():
 
 
 def test_unknown_group_names_the_groups():
-    with pytest.raises(AnsibleLookupError, match="group 'mongo' does not exist; groups: cassandra, redis"):
+    with pytest.raises(AnsibleLookupError, match="neither an inventory group nor a host; groups: cassandra, redis"):
         cluster_nodes(["mongo"], VARIABLES, "redis")
+
+
+def test_a_host_name_gives_that_host_alone_and_a_list_counts_as_its_items():
+    assert cluster_nodes(["c2"], VARIABLES, "cassandra") == [{"host": "c2", "address": "127.0.0.2", "jmx_port": 7299}]
+    assert cluster_nodes([["r2", "r1"]], VARIABLES, "redis") == ["127.0.0.5:6382", "127.0.0.1:6381"]
 
 
 def test_an_inventory_of_its_own_names_addresses_ports_and_jmx():
