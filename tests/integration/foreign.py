@@ -288,6 +288,39 @@ class ForeignCluster:
             on_event=on_event,
         )
 
+    def roll_killing_the_first_restart(self, store, settings, pid_of, rejoin_timeout):
+        """A restart roll of settings during which the first server that comes back with a new PID (pid_of(host),
+        which may raise OSError or ValueError while its PID file is being written) is killed with SIGKILL the moment
+        its PID file names it. Returns (the roll's result, {host, pid} of the server killed, or {} when none was)."""
+        import threading
+        import time
+
+        before = {host.name: pid_of(host) for host in self.hosts}
+        killed = {}
+        stop = threading.Event()
+
+        def kill_the_first_new_server():
+            while not stop.is_set() and not killed:
+                for host in self.hosts:
+                    try:
+                        pid = pid_of(host)
+                    except (OSError, ValueError):
+                        continue
+                    if pid != before[host.name]:
+                        os.kill(pid, signal.SIGKILL)
+                        killed.update(host=host, pid=pid)
+                        return
+                time.sleep(0.05)
+
+        killer = threading.Thread(target=kill_the_first_new_server, daemon=True)
+        killer.start()
+        try:
+            result = self.roll(store, settings, extra_vars={"tactician_rejoin_timeout": rejoin_timeout})
+        finally:
+            stop.set()
+            killer.join(timeout=10)
+        return result, killed
+
     def stop(self):
         """Each host's stop commands (its servers), then its sshd; returns what could not be stopped."""
         left = []

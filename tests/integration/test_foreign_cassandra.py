@@ -20,7 +20,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -772,6 +771,76 @@ def test_compare_measures_a_bench_host_through_its_service_and_tls(foreign_cassa
     assert _server_pid(host) == pid
 
 
+def test_a_race_and_training_points_on_the_bench_host_land_on_the_controller(foreign_cassandra, tmp_path):
+    """tune.yml (iterated racing on live settings) and collect_training.yml (a design's points) on the operator's
+    bench host: the runs go over TLS with the client certificate, the race history, the design and the dataset are
+    written under the controller's tactician_lab_dir, and the node ends on its default configuration."""
+    import json
+
+    host = foreign_cassandra.hosts[0]
+    pid = _server_pid(host)
+    common = dict(tactician_lab_dir=str(tmp_path / "state"))
+    race = run_playbook(
+        os.path.join(ROOT, "playbooks", "tune.yml"),
+        foreign_cassandra.inventory,
+        dict(
+            common,
+            tactician_tune_host=host.name,
+            tactician_race={
+                "parameters": ["concurrent_reads", "concurrent_writes"],
+                "ranges": {"concurrent_reads": [8, 64], "concurrent_writes": [8, 64]},
+            },
+            tactician_race_budget_evaluations=4,
+            tactician_race_repetitions=2,
+            tactician_race_first_test=2,
+            tactician_race_each_test=1,
+            tactician_race_run_s=3,
+            tactician_race_warmup_s=0,
+            tactician_race_records=2000,
+            tactician_race_threads=4,
+            tactician_race_keyspace="tactician_race_it",
+            tactician_race_restart=False,
+        ),
+    )
+    assert race.returncode == 0, race.stderr[-4000:]
+    history = tmp_path / "state" / "races" / "cassandra-ycsb-a.jsonl"
+    lines = [json.loads(line) for line in history.read_text(encoding="utf-8").splitlines()]
+    trials = lines[1:]
+    assert lines[0]["schema"] == "tactician.race/v1" and 2 <= len(trials) <= 4, lines
+    # a 3 s run on a busy machine may serve little yet: the race records what was measured
+    assert all(t["run"]["failed_total"] == 0 for t in trials) and any(t["value"] > 0 for t in trials), trials
+    assert race.task("The race's result", host.name)["result"]["finished"]
+
+    collect = run_playbook(
+        os.path.join(ROOT, "playbooks", "collect_training.yml"),
+        foreign_cassandra.inventory,
+        dict(
+            common,
+            tactician_collect_host=host.name,
+            tactician_design={
+                "parameters": ["concurrent_reads"],
+                "ranges": {"concurrent_reads": [8, 64]},
+                "points": 2,
+                "method": "lhs",
+            },
+            tactician_collect_workloads=["a"],
+            tactician_collect_records=2000,
+            tactician_collect_threads=4,
+            tactician_collect_warmup_s=2,
+            tactician_collect_run_s=3,
+            tactician_collect_keyspace="tactician_train_it",
+        ),
+    )
+    assert collect.returncode == 0, collect.stderr[-4000:]
+    assert (tmp_path / "state" / "designs" / "cassandra.yml").exists()
+    dataset = tmp_path / "state" / "datasets" / "cassandra-surrogate.jsonl"
+    rows = [json.loads(line) for line in dataset.read_text(encoding="utf-8").splitlines()]
+    points = [r.get("row", r) for r in rows if "ops_per_s" in r.get("row", r)]
+    assert len(points) == 2 and all(p["ops_per_s"] > 0 and p["run"]["server_cpu_s"] > 0 for p in points), rows
+    assert _server_pid(host) == pid, "live settings only: the bench node was not to restart"
+    assert _settings(foreign_cassandra, "concurrent_reads")[host.name] == "32"
+
+
 def test_two_controllers_at_once_the_second_is_refused_by_the_lock_row_in_the_cluster(foreign_cassandra):
     running = set(_settings(foreign_cassandra, "compaction_throughput").values())
     wanted = {"compaction_throughput": 48 if running != {"48MiB/s"} else 40}
@@ -815,30 +884,8 @@ def test_a_node_killed_as_it_restarts_is_rolled_back_and_the_roll_stops(foreign_
     before = {host.name: _server_pid(host) for host in foreign_cassandra.hosts}
     old = set(_settings(foreign_cassandra, "native_transport_max_threads").values())
     wanted = _other_max_threads(foreign_cassandra)
-    killed = {}
-    stop = threading.Event()
-
-    def kill_the_first_new_server():
-        while not stop.is_set() and not killed:
-            for host in foreign_cassandra.hosts:
-                try:
-                    pid = _server_pid(host)
-                except (OSError, ValueError):
-                    continue
-                if pid != before[host.name]:
-                    os.kill(pid, signal.SIGKILL)
-                    killed.update(host=host, pid=pid)
-                    return
-            time.sleep(0.05)
-
-    killer = threading.Thread(target=kill_the_first_new_server, daemon=True)
-    killer.start()
-    try:
-        # A cap only: the step sees the process gone through the service's status, long before this.
-        result = foreign_cassandra.roll("cassandra", wanted, extra_vars={"tactician_rejoin_timeout": 300})
-    finally:
-        stop.set()
-        killer.join(timeout=10)
+    # A cap only: the step sees the process gone through the service's status, long before this.
+    result, killed = foreign_cassandra.roll_killing_the_first_restart("cassandra", wanted, _server_pid, 300)
     assert killed, "no node was restarted: %s" % result.stderr[-2000:]
     assert result.returncode != 0
     steps = [res for task, _host, res in result.results if task.startswith("Reconfigure the node, restarted")]

@@ -377,6 +377,10 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
             text = out.read()
             if proc.returncode != 0 or "[OVERALL]" not in text:
                 raise LoadDriverError("YCSB client failed (exit %s): %s" % (proc.returncode, _tail(_redact(text))))
+            refused = init_failure(text)
+            if refused:
+                # YCSB ends a client thread whose binding could not connect and still reports an empty run.
+                raise LoadDriverError("the %s phase served nothing: %s" % (phase, _redact(refused)))
             results.append(parse_output(text))
             results[-1]["status"] = parse_status(text)
             results[-1]["failures"] = parse_failures(text)
@@ -426,6 +430,16 @@ def run(java, home, store, phase, props, processes=1, heap="512m", timeout=3600,
     merged["failed_total"] = sum(merged["failed"].values())
     merged["not_found_total"] = sum(merged.get("not_found", {}).values())
     return merged
+
+
+def init_failure(text):
+    """The first line of a client's output in which a binding says it could not connect (a refused login, a TLS
+    handshake that failed, no node reachable), or None."""
+    for line in text.splitlines():
+        at = line.find("cannot connect to ")
+        if at >= 0:
+            return line[at:].strip()
+    return None
 
 
 def _redact(text):

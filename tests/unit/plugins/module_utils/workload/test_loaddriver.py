@@ -313,3 +313,15 @@ def test_a_timed_run_with_inserts_keeps_the_key_space_of_ycsb_in_a_java_int():
     assert total == loaddriver.key_space_bound(4_000_000, 0.95)
     reads = dict(props, insertproportion="0")
     assert sum(int(p["operationcount"]) for p in loaddriver.split_for_processes(reads, "run", 2)) == 2**31 - 1
+
+
+def test_a_binding_that_could_not_connect_is_named_not_reported_as_an_empty_run():
+    text = (
+        "site.ycsb.DBException: cannot connect to the Redis cluster: Could not initialize cluster slots cache.\n"
+        "\tat tactician.ycsb.RedisClusterDB.init(RedisClusterDB.java:86)\n[OVERALL], RunTime(ms), 12\n"
+    )
+    assert (
+        loaddriver.init_failure(text)
+        == "cannot connect to the Redis cluster: Could not initialize cluster slots cache."
+    )
+    assert loaddriver.init_failure("[OVERALL], RunTime(ms), 3000\n[READ], Operations, 10\n") is None
