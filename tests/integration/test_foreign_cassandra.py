@@ -840,6 +840,25 @@ def test_a_race_and_training_points_on_the_bench_host_land_on_the_controller(for
     assert _server_pid(host) == pid, "live settings only: the bench node was not to restart"
     assert _settings(foreign_cassandra, "concurrent_reads")[host.name] == "32"
 
+    # The resource model needs a row cache; this node has none (row_cache_size 0): calibrate.yml fills its table
+    # over TLS, reads the cache's size on the node and stops there, saying what to set, with no model written.
+    calibrate = run_playbook(
+        os.path.join(ROOT, "playbooks", "calibrate.yml"),
+        foreign_cassandra.inventory,
+        dict(
+            common,
+            tactician_calibrate_host=host.name,
+            tactician_calibrate_fill_records=200,
+            tactician_calibrate_model_file=str(tmp_path / "state" / "resource.json"),
+        ),
+    )
+    assert calibrate.returncode != 0
+    cache = calibrate.task("Size of the row cache in rows", host.name)
+    assert cache["cache"]["capacity_bytes"] == 0, cache
+    failed = [res.get("msg", "") for _task, _host, res in calibrate.results if res.get("failed")]
+    assert any("holds no rows" in msg and "row_cache_size" in msg for msg in failed), failed
+    assert not (tmp_path / "state" / "resource.json").exists()
+
 
 def test_two_controllers_at_once_the_second_is_refused_by_the_lock_row_in_the_cluster(foreign_cassandra):
     running = set(_settings(foreign_cassandra, "compaction_throughput").values())
