@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on a fresh Debian 12 machine, and nothing twice:
 #   - Debian packages: Redis (server + tools), Java 17 (JDK: the load driver compiles its bindings), Maven, rsync,
-#     OpenSSH's server (the foreign-cluster tests' hosts), and R with the irace package (the race module's
-#     optional irace backend);
+#     OpenSSH's server (the foreign-cluster tests' hosts), R with the irace package (the race module's
+#     optional irace backend), and PostgreSQL's server (the shared history's tests start one of their own);
 #   - a Python virtual environment in .venv with the pinned requirements.txt;
 #   - the collection link .collections/ansible_collections/tactician/nosql -> the checkout.
 # The Cassandra jars are resolved from Maven Central by the cassandra_node role when a node is first started.
@@ -19,6 +19,8 @@ command -v rsync >/dev/null 2>&1 || need_apt+=(rsync)
 # The foreign-cluster tests reach their hosts over SSH, as Ansible reaches an operator's nodes.
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 Rscript -e 'library(irace)' >/dev/null 2>&1 || need_apt+=(r-cran-irace)
+# The shared history's tests start a PostgreSQL server of their own from the package's binaries.
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need_apt+=(postgresql)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: installing Debian packages: ${need_apt[*]}"
   sudo_cmd=()

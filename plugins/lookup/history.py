@@ -25,7 +25,7 @@ options:
     elements: str
   path:
     description:
-      - The history file, or a URL (C(sqlite:///absolute/path)).
+      - The history file, or a URL (C(sqlite:///absolute/path), or C(postgresql://user@host:5432/database?sslmode=verify-full&...) for a history on a PostgreSQL server: the password from libpq's password file or E(PGPASSWORD)).
       - Defaults to E(TACTICIAN_HISTORY) when set, else C(~/.local/share/tactician/history.sqlite3).
     type: str
     env:
@@ -98,6 +98,7 @@ from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import (
     default_history_path,
+    local_file,
     open_history,
 )
 
@@ -115,15 +116,6 @@ def _pluck(entry, field):
         keys = ", ".join(sorted(value)) if isinstance(value, dict) else "none, %r is not a mapping" % (value,)
         raise AnsibleLookupError("history: field %r: no %r; keys there: %s" % (field, ".".join(walked), keys))
     return value
-
-
-def _local_path(path):
-    """The file a path or sqlite:// URL names, or None for other URLs (left to open_history)."""
-    if "://" not in path:
-        return os.path.expanduser(path)
-    if path.startswith("sqlite://"):
-        return "/" + path[len("sqlite://") :].lstrip("/")
-    return None
 
 
 def history_lookup(
@@ -146,7 +138,7 @@ def history_lookup(
     if not isinstance(last, int) or isinstance(last, bool) or last < 0:
         raise AnsibleLookupError("history: last %r is not a whole number >= 0 (0 keeps all)" % (last,))
     path = path or default_history_path()
-    local = _local_path(path)
+    local = local_file(path)
     if local is not None and not os.path.exists(local):
         raise AnsibleLookupError(
             "history: the history file %s does not exist (set path= or TACTICIAN_HISTORY to the file that the"

@@ -108,7 +108,7 @@ options:
     type: bool
     default: false
   history:
-    description: History store (SQLite path) to keep the record in; none returns it only.
+    description: History store to keep the record in (a SQLite path, C(sqlite:///path) or a PostgreSQL URL C(postgresql://user@host/database?sslmode=verify-full&...) whose password comes from libpq's password file); none returns it only.
     type: path
 attributes:
   check_mode:
@@ -244,7 +244,8 @@ def main():
     store = None
     try:
         doc = planfile.load_plan(p["plan_file"]) if p["plan_file"] else p["plan"]
-        missing = bool(p["history"]) and module.check_mode and not os.path.exists(p["history"])
+        local = history_store.local_file(p["history"]) if p["history"] else None
+        missing = module.check_mode and local is not None and not os.path.exists(local)
         if p["history"] and not missing:
             store = history_store.open_history(p["history"], readonly=module.check_mode)
         if p["revert_rolled"]:

@@ -28,6 +28,7 @@ PACKAGES = {
     "redis": "redis",
     "pymongo": "pymongo",
     "bson": "pymongo",
+    "psycopg": "psycopg[binary]",
 }
 """The package to install for each top-level module name (what pip and requirements.txt call it)."""
 

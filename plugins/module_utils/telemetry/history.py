@@ -2,12 +2,14 @@
 # Apache License 2.0 (see LICENSE)
 """The history store: workload samples, the configurations each node ran, and small saved state.
 
-Standard library only: this file is shipped to managed nodes.
+Standard library only for SQLite: this file is shipped to managed nodes; the PostgreSQL backend imports psycopg
+when it is opened.
 
-``HistoryStore`` is the interface the rest of the collection codes against. ``SQLiteHistory`` implements it
-in one SQLite file. ``open_history`` picks the backend from a URL, so another backend (a Prometheus reader is
-planned: samples from a Prometheus server, configurations and state kept beside it) can be added without
-touching the callers.
+``HistoryStore`` is the interface the rest of the collection codes against. ``SQLiteHistory`` implements it in one
+SQLite file (the embedded default); ``PostgresHistory`` in a PostgreSQL database that several controllers and AWX
+jobs share, with the same tables and migrations (``SQLHistory`` holds the SQL both run). ``open_history`` picks
+the backend from a URL, so another backend (a Prometheus reader is planned: samples from a Prometheus server,
+configurations and state kept beside it) can be added without touching the callers.
 
 Configurations are content-addressed: a configuration's id is the sha256 of its canonical JSON, so the same
 settings always get the same id and A -> B -> A shows as two transitions back to the first id. The history
@@ -25,9 +27,9 @@ import os
 import re
 import sqlite3
 import time as _time
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import secrets
+from ansible_collections.tactician.nosql.plugins.module_utils.core import imports, secrets
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TelemetryError
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import AGGREGATE_NODE, validate_sample
 
@@ -257,109 +259,74 @@ MIGRATIONS = (
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
-class SQLiteHistory(HistoryStore):
-    """The history in one SQLite file (WAL mode, busy timeout, so several processes can write at once).
+class SQLHistory(HistoryStore):
+    """The history in SQL tables: what SQLite and PostgreSQL run alike. A backend gives the connection (``_db``,
+    whose ``execute`` returns a cursor, in autocommit), its placeholder (``_sql``), how a write transaction starts
+    (``_begin``), its schema version and migrations; queries here are written with ``?`` placeholders."""
 
-    create=False refuses a missing file instead of creating it; readonly=True opens it for reading only
-    (no migration: an older file must be opened once for writing first)."""
+    name = "history"
+    readonly = False
+    _db = None
 
-    def __init__(self, path, create=True, readonly=False, timeout=DEFAULT_BUSY_TIMEOUT):
-        self.path = os.path.expanduser(_text("path", path))
-        exists = os.path.exists(self.path)
-        if not exists and (readonly or not create):
-            raise HistoryError("path: history file %s does not exist" % self.path)
-        if not exists:
-            directory = os.path.dirname(os.path.abspath(self.path))
-            os.makedirs(directory, mode=0o700, exist_ok=True)
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        mode = "ro" if readonly else "rw"
-        uri = "file:%s?mode=%s" % (quote(os.path.abspath(self.path)), mode)
+    def _sql(self, query):
+        return query
+
+    def _execute(self, query, params=()):
+        return self._db.execute(self._sql(query), params)
+
+    def _begin(self):
+        self._execute("BEGIN")
+
+    def _write(self, work):
+        """Run work() inside one write transaction: all of it or nothing."""
+        if self.readonly:
+            raise HistoryError("path: %s was opened read-only" % self.name)
+        self._begin()
         try:
-            self._db = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise HistoryError("path: cannot open history file %s (%s)" % (self.path, exc)) from None
-        self.readonly = readonly
-        try:
-            self._db.execute("PRAGMA busy_timeout = %d" % int(timeout * 1000))
-            if readonly:
-                self._check_version()
-            else:
-                self._db.execute("PRAGMA journal_mode = WAL")
-                self._db.execute("PRAGMA synchronous = NORMAL")
-                self._migrate()
-            self._db.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.DatabaseError as exc:
-            self._db.close()
-            raise HistoryError("path: %s is not a usable history file (%s)" % (self.path, exc)) from None
-        except HistoryError:
-            self._db.close()
+            result = work()
+        except BaseException:
+            self._execute("ROLLBACK")
             raise
-
-    # -- plumbing --------------------------------------------------------------------------------------------
+        self._execute("COMMIT")
+        return result
 
     def _version(self):
-        table = self._db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
-        ).fetchone()
-        if not table:
-            return 0
-        return self._db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+        raise NotImplementedError
 
     def _check_version(self):
         version = self._version()
         if version > SCHEMA_VERSION:
             raise HistoryError(
                 "schema_version: %s is at version %d; this collection knows up to %d, upgrade it"
-                % (self.path, version, SCHEMA_VERSION)
+                % (self.name, version, SCHEMA_VERSION)
             )
         if version < SCHEMA_VERSION:
             raise HistoryError(
                 "schema_version: %s is at version %d and needs version %d; open it once for writing to migrate"
-                % (self.path, version, SCHEMA_VERSION)
+                % (self.name, version, SCHEMA_VERSION)
             )
 
-    def _migrate(self):
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied REAL NOT NULL)"
+    def _apply_migrations(self, migrations):
+        """Inside the caller's transaction: the schema_version table, then every migration past its version."""
+        self._execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied %s NOT NULL)" % self._float
+        )
+        version = self._version()
+        if version > SCHEMA_VERSION:
+            raise HistoryError(
+                "schema_version: %s is at version %d; this collection knows up to %d, upgrade it"
+                % (self.name, version, SCHEMA_VERSION)
             )
-            version = self._version()
-            if version > SCHEMA_VERSION:
-                raise HistoryError(
-                    "schema_version: %s is at version %d; this collection knows up to %d, upgrade it"
-                    % (self.path, version, SCHEMA_VERSION)
-                )
-            for target, statements in MIGRATIONS:
-                if target <= version:
-                    continue
-                for statement in statements:
-                    self._db.execute(statement)
-                self._db.execute("INSERT INTO schema_version (version, applied) VALUES (?, ?)", (target, _time.time()))
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-
-    def _write(self, work):
-        """Run work() inside one write transaction: all of it or nothing."""
-        if self.readonly:
-            raise HistoryError("path: %s was opened read-only" % self.path)
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise HistoryError("path: %s stayed locked by another writer (%s)" % (self.path, exc)) from None
-        try:
-            result = work()
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-        return result
+        for target, statements in migrations:
+            if target <= version:
+                continue
+            for statement in statements:
+                self._execute(statement)
+            self._execute("INSERT INTO schema_version (version, applied) VALUES (?, ?)", (target, _time.time()))
 
     @property
     def schema_version(self):
-        """The schema version of the open file."""
+        """The schema version of the open history."""
         return self._version()
 
     def close(self):
@@ -395,7 +362,7 @@ class SQLiteHistory(HistoryStore):
         def work():
             added = 0
             for index, row in enumerate(rows):
-                cursor = self._db.execute(
+                cursor = self._execute(
                     "INSERT INTO samples (schema, store, cluster, node, time, window_s, config_id, json)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (store, cluster, node, time, window_s) DO NOTHING",
@@ -404,7 +371,7 @@ class SQLiteHistory(HistoryStore):
                 if cursor.rowcount == 1:
                     added += 1
                     continue
-                existing = self._db.execute(
+                existing = self._execute(
                     "SELECT json FROM samples WHERE store = ? AND cluster = ? AND node = ? AND time = ?"
                     " AND window_s = ?",
                     row[1:6],
@@ -439,13 +406,13 @@ class SQLiteHistory(HistoryStore):
         last = _last(last)
         if last:
             query = (
-                "SELECT json FROM (SELECT id, time, json FROM samples%s ORDER BY time DESC, id DESC LIMIT ?)"
+                "SELECT json FROM (SELECT id, time, json FROM samples%s ORDER BY time DESC, id DESC LIMIT ?) AS recent"
                 " ORDER BY time, id" % clause
             )
             params.append(last)
         else:
             query = "SELECT json FROM samples%s ORDER BY time, id" % clause
-        return [json.loads(row[0]) for row in self._db.execute(query, params)]
+        return [json.loads(row[0]) for row in self._execute(query, params)]
 
     # -- configurations --------------------------------------------------------------------------------------
 
@@ -463,12 +430,12 @@ class SQLiteHistory(HistoryStore):
             raise HistoryError("note: %r is not a string" % (note,))
 
         def work():
-            self._db.execute(
+            self._execute(
                 "INSERT INTO configurations (id, json, first_seen) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
                 (ident, text, when),
             )
             for node in nodes:
-                self._db.execute(
+                self._execute(
                     "INSERT INTO config_log (time, cluster, node, config_id, source, note) VALUES (?, ?, ?, ?, ?, ?)",
                     (when, cluster, node, ident, source, note),
                 )
@@ -477,14 +444,14 @@ class SQLiteHistory(HistoryStore):
         return self._write(work)
 
     def get_config(self, config_id):
-        row = self._db.execute("SELECT json FROM configurations WHERE id = ?", (config_id,)).fetchone()
+        row = self._execute("SELECT json FROM configurations WHERE id = ?", (config_id,)).fetchone()
         return json.loads(row[0]) if row else None
 
     _LOG_COLUMNS = ("time", "cluster", "node", "config_id", "source", "note")
 
     def config_at(self, cluster, node, time=None):
         when = _time.time() if time is None else parse_time(time)
-        row = self._db.execute(
+        row = self._execute(
             "SELECT l.time, l.cluster, l.node, l.config_id, l.source, l.note, c.json FROM config_log l"
             " JOIN configurations c ON c.id = l.config_id"
             " WHERE l.cluster = ? AND l.node IN (?, ?) AND l.time <= ? ORDER BY l.time DESC, l.seq DESC LIMIT 1",
@@ -510,11 +477,11 @@ class SQLiteHistory(HistoryStore):
         query = "SELECT seq, %s FROM config_log WHERE %s" % (", ".join(self._LOG_COLUMNS), " AND ".join(where))
         last = _last(last)
         if last:
-            query = "SELECT * FROM (%s ORDER BY time DESC, seq DESC LIMIT ?) ORDER BY time, seq" % query
+            query = "SELECT * FROM (%s ORDER BY time DESC, seq DESC LIMIT ?) AS recent ORDER BY time, seq" % query
             params.append(last)
         else:
             query += " ORDER BY time, seq"
-        return [dict(zip(self._LOG_COLUMNS, row[1:], strict=True)) for row in self._db.execute(query, params)]
+        return [dict(zip(self._LOG_COLUMNS, row[1:], strict=True)) for row in self._execute(query, params)]
 
     def transitions(self, cluster, since=None, until=None, node=None, include_initial=False):
         since = parse_time(since, "since")
@@ -550,7 +517,7 @@ class SQLiteHistory(HistoryStore):
             raise HistoryError("value: not JSON-serialisable (%s)" % exc) from None
 
         def work():
-            self._db.execute(
+            self._execute(
                 "INSERT INTO state (key, json, updated) VALUES (?, ?, ?)"
                 " ON CONFLICT (key) DO UPDATE SET json = excluded.json, updated = excluded.updated",
                 (key, text, _time.time()),
@@ -559,15 +526,212 @@ class SQLiteHistory(HistoryStore):
         self._write(work)
 
     def load_state(self, key):
-        row = self._db.execute("SELECT json FROM state WHERE key = ?", (_text("key", key),)).fetchone()
+        row = self._execute("SELECT json FROM state WHERE key = ?", (_text("key", key),)).fetchone()
         return json.loads(row[0]) if row else None
 
     def states(self, prefix):
         _text("prefix", prefix)
-        rows = self._db.execute(
-            "SELECT key, json FROM state WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
+        rows = self._execute(
+            "SELECT key, json FROM state WHERE substr(key, 1, CAST(? AS INTEGER)) = ? ORDER BY key",
+            (len(prefix), prefix),
         ).fetchall()
         return [(key, json.loads(text)) for key, text in rows]
+
+
+class SQLiteHistory(SQLHistory):
+    """The history in one SQLite file (WAL mode, busy timeout, so several processes can write at once).
+
+    create=False refuses a missing file instead of creating it; readonly=True opens it for reading only
+    (no migration: an older file must be opened once for writing first)."""
+
+    _float = "REAL"
+
+    def __init__(self, path, create=True, readonly=False, timeout=DEFAULT_BUSY_TIMEOUT):
+        self.path = os.path.expanduser(_text("path", path))
+        self.name = self.path
+        exists = os.path.exists(self.path)
+        if not exists and (readonly or not create):
+            raise HistoryError("path: history file %s does not exist" % self.path)
+        if not exists:
+            directory = os.path.dirname(os.path.abspath(self.path))
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        mode = "ro" if readonly else "rw"
+        uri = "file:%s?mode=%s" % (quote(os.path.abspath(self.path)), mode)
+        try:
+            self._db = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise HistoryError("path: cannot open history file %s (%s)" % (self.path, exc)) from None
+        self.readonly = readonly
+        try:
+            self._db.execute("PRAGMA busy_timeout = %d" % int(timeout * 1000))
+            if readonly:
+                self._check_version()
+            else:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                self._db.execute("PRAGMA synchronous = NORMAL")
+                self._migrate()
+            self._db.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise HistoryError("path: %s is not a usable history file (%s)" % (self.path, exc)) from None
+        except HistoryError:
+            self._db.close()
+            raise
+
+    def _version(self):
+        table = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+        ).fetchone()
+        if not table:
+            return 0
+        return self._db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+
+    def _migrate(self):
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._apply_migrations(MIGRATIONS)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def _begin(self):
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise HistoryError("path: %s stayed locked by another writer (%s)" % (self.path, exc)) from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# PostgreSQL
+# ---------------------------------------------------------------------------------------------------------------
+
+# The same tables as MIGRATIONS, in PostgreSQL's types: each version here is the SQLite one of the same number.
+PG_MIGRATIONS = (
+    (
+        1,
+        (
+            """CREATE TABLE samples (
+                id BIGSERIAL PRIMARY KEY,
+                schema TEXT NOT NULL,
+                store TEXT NOT NULL,
+                cluster TEXT NOT NULL,
+                node TEXT NOT NULL,
+                time DOUBLE PRECISION NOT NULL,
+                window_s DOUBLE PRECISION NOT NULL,
+                config_id TEXT,
+                json TEXT NOT NULL,
+                UNIQUE (store, cluster, node, time, window_s)
+            )""",
+            "CREATE INDEX samples_cluster_node_time ON samples (cluster, node, time)",
+            "CREATE INDEX samples_cluster_time ON samples (cluster, time)",
+            "CREATE INDEX samples_store_time ON samples (store, time)",
+            """CREATE TABLE configurations (
+                id TEXT PRIMARY KEY,
+                json TEXT NOT NULL,
+                first_seen DOUBLE PRECISION NOT NULL
+            )""",
+            """CREATE TABLE config_log (
+                seq BIGSERIAL PRIMARY KEY,
+                time DOUBLE PRECISION NOT NULL,
+                cluster TEXT NOT NULL,
+                node TEXT NOT NULL,
+                config_id TEXT NOT NULL REFERENCES configurations (id),
+                source TEXT NOT NULL,
+                note TEXT
+            )""",
+            "CREATE INDEX config_log_cluster_node_time ON config_log (cluster, node, time)",
+            """CREATE TABLE state (
+                key TEXT PRIMARY KEY,
+                json TEXT NOT NULL,
+                updated DOUBLE PRECISION NOT NULL
+            )""",
+        ),
+    ),
+)
+
+# Taken by every writer that migrates, so two controllers opening a new database at once migrate it once.
+_PG_MIGRATION_LOCK = 0x7461637469636E  # "tactician"
+
+
+def _pg_url(url):
+    """The URL as libpq takes it, refused when it carries a password (which would reach module arguments, logs
+    and process lists): the password comes from libpq's password file (~/.pgpass, PGPASSFILE) or PGPASSWORD."""
+    parts = urlsplit(url)
+    if parts.password is not None:
+        raise HistoryError(
+            "history: %s://%s@... carries a password; put it in a libpq password file (~/.pgpass or PGPASSFILE) "
+            "or PGPASSWORD instead" % (parts.scheme, parts.username or "")
+        )
+    if any(key.lower() == "password" for key, _value in parse_qsl(parts.query)):
+        raise HistoryError("history: the URL's query carries password=; use a libpq password file or PGPASSWORD")
+    if not parts.hostname and not parts.path.strip("/"):
+        raise HistoryError("history: %r names no server nor database (postgresql://user@host:5432/db)" % url)
+    return urlunsplit(("postgresql",) + tuple(parts)[1:])
+
+
+class PostgresHistory(SQLHistory):
+    """The history in a PostgreSQL database, which several controllers (and every AWX job) share: the same tables
+    and migrations as the SQLite file. The URL is libpq's (postgresql://user@host:port/database?sslmode=verify-full
+    &sslrootcert=...&sslcert=...&sslkey=...), without a password. create=False refuses a database whose tables
+    were never made; readonly=True reads only (every transaction read-only, no migration)."""
+
+    _float = "DOUBLE PRECISION"
+
+    def __init__(self, url, create=True, readonly=False, timeout=DEFAULT_BUSY_TIMEOUT):
+        conninfo = _pg_url(_text("history", url))
+        parts = urlsplit(conninfo)
+        self.name = "postgresql://%s%s%s" % (
+            (parts.username + "@") if parts.username else "",
+            parts.netloc.rsplit("@", 1)[-1],
+            parts.path,
+        )
+        psycopg = imports.require("psycopg", HistoryError, "history: a PostgreSQL history")
+        self._errors = psycopg.Error
+        try:
+            self._db = psycopg.connect(conninfo, autocommit=True, connect_timeout=max(1, int(timeout)))
+        except psycopg.Error as exc:
+            raise HistoryError("history: cannot connect to %s (%s)" % (self.name, str(exc).strip())) from None
+        self.readonly = readonly
+        try:
+            if readonly:
+                self._execute("SET default_transaction_read_only = on")
+                self._check_version()
+            elif not create and self._version() == 0:
+                raise HistoryError("history: %s holds no history yet (create it by writing to it once)" % self.name)
+            else:
+                self._migrate()
+        except psycopg.Error as exc:
+            self.close()
+            raise HistoryError("history: %s is not a usable history (%s)" % (self.name, str(exc).strip())) from None
+        except HistoryError:
+            self.close()
+            raise
+
+    def _sql(self, query):
+        return query.replace("?", "%s")
+
+    def _version(self):
+        if self._execute("SELECT to_regclass('schema_version')").fetchone()[0] is None:
+            return 0
+        return self._execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+
+    def _migrate(self):
+        self._execute("BEGIN")
+        try:
+            self._execute("SELECT pg_advisory_xact_lock(?)", (_PG_MIGRATION_LOCK,))
+            self._apply_migrations(PG_MIGRATIONS)
+            self._execute("COMMIT")
+        except BaseException:
+            self._execute("ROLLBACK")
+            raise
+
+    def _write(self, work):
+        try:
+            return super()._write(work)
+        except self._errors as exc:
+            raise HistoryError("history: writing to %s failed (%s)" % (self.name, str(exc).strip())) from None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -577,10 +741,20 @@ class SQLiteHistory(HistoryStore):
 PLANNED_BACKENDS = {"prometheus": "a Prometheus-backed history (samples read from a Prometheus server)"}
 
 
+def local_file(url_or_path):
+    """The file a path or sqlite:// URL names (user expanded), or None for a history on a server."""
+    if "://" not in url_or_path:
+        return os.path.expanduser(url_or_path)
+    if url_or_path.startswith("sqlite://"):
+        return "/" + url_or_path[len("sqlite://") :].lstrip("/")
+    return None
+
+
 def open_history(url_or_path=None, **options):
-    """A HistoryStore for a URL or a path: ``sqlite:///absolute/path``, a bare path (``~`` expanded) or None
-    for the default path. ``prometheus://...`` raises NotImplementedError: that backend is planned.
-    options go to the backend (for SQLite: create, readonly, timeout)."""
+    """A HistoryStore for a URL or a path: ``sqlite:///absolute/path``, a bare path (``~`` expanded), None for the
+    default path, or ``postgresql://user@host:port/database?...`` (libpq's URL, no password in it).
+    ``prometheus://...`` raises NotImplementedError: that backend is planned. options go to the backend (create,
+    readonly, timeout)."""
     if url_or_path is None:
         return SQLiteHistory(default_history_path(), **options)
     _text("path", url_or_path)
@@ -593,11 +767,14 @@ def open_history(url_or_path=None, **options):
         if not rest.startswith("/"):
             raise HistoryError("path: %r is not sqlite:///absolute/path" % (url_or_path,))
         return SQLiteHistory(re.sub(r"^/+", "/", rest), **options)
+    if base in ("postgresql", "postgres"):
+        return PostgresHistory(url_or_path, **options)
     if base in PLANNED_BACKENDS:
         raise NotImplementedError(
             "%s: %s is planned but not implemented yet; use sqlite:///path or a file path"
             % (url_or_path, PLANNED_BACKENDS[base])
         )
     raise HistoryError(
-        "path: scheme %r is not supported; allowed: sqlite:///path, a file path (prometheus:// is planned)" % scheme
+        "path: scheme %r is not supported; allowed: sqlite:///path, a file path, postgresql://user@host/database"
+        " (prometheus:// is planned)" % scheme
     )

@@ -392,8 +392,15 @@ def test_open_history_by_url_or_path(tmp_path, monkeypatch):
         assert four_slashes.path == "%s/u.sqlite3" % tmp_path
     with pytest.raises(NotImplementedError, match=r"Prometheus-backed history .* is planned"):
         open_history("prometheus://localhost:9090")
-    with pytest.raises(HistoryError, match=r"^path: scheme 'postgres' is not supported; allowed: sqlite"):
-        open_history("postgres://db/x")
+    with pytest.raises(HistoryError, match=r"^path: scheme 'mysql' is not supported; allowed: sqlite"):
+        open_history("mysql://db/x")
+    # a PostgreSQL URL is the shared backend's: one with a password is refused before any connection
+    with pytest.raises(HistoryError, match=r"^history: postgresql://tactician@\.\.\. carries a password"):
+        open_history("postgresql://tactician:secret@db/x")
+    with pytest.raises(HistoryError, match=r"^history: the URL's query carries password="):
+        open_history("postgres://tactician@db/x?password=secret")
+    with pytest.raises(HistoryError, match=r"^history: 'postgresql://' names no server nor database"):
+        open_history("postgresql://")
     with pytest.raises(HistoryError, match=r"^path: 'sqlite://relative' is not sqlite:///absolute/path"):
         open_history("sqlite://relative")
 
