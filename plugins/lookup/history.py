@@ -25,7 +25,9 @@ options:
     elements: str
   path:
     description:
-      - The history file, or a URL (C(sqlite:///absolute/path), or C(postgresql://user@host:5432/database?sslmode=verify-full&...) for a history on a PostgreSQL server: the password from libpq's password file or E(PGPASSWORD)).
+      - The history file, or a URL (C(sqlite:///absolute/path)).
+      - Or a PostgreSQL URL C(postgresql://user@host:5432/database?sslmode=verify-full&...), its password from
+        libpq's password file or E(PGPASSWORD) (never in the URL).
       - Defaults to E(TACTICIAN_HISTORY) when set, else C(~/.local/share/tactician/history.sqlite3).
     type: str
     env:

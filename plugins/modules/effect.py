@@ -108,7 +108,10 @@ options:
     type: bool
     default: false
   history:
-    description: History store to keep the record in (a SQLite path, C(sqlite:///path) or a PostgreSQL URL C(postgresql://user@host/database?sslmode=verify-full&...) whose password comes from libpq's password file); none returns it only.
+    description:
+      - History store to keep the record in (a SQLite path or C(sqlite:///path)); none returns it only.
+      - Or a PostgreSQL URL C(postgresql://user@host/database?sslmode=verify-full&...) that several controllers
+        share, its password from libpq's password file or E(PGPASSWORD) (never in the URL).
     type: path
 attributes:
   check_mode:

@@ -113,7 +113,10 @@ options:
     description: JMX password (through a private password file, never a command line).
     type: str
   history:
-    description: History store to write to (a SQLite path, C(sqlite:///path) or a PostgreSQL URL C(postgresql://user@host/database?sslmode=verify-full&...) whose password comes from libpq's password file); nothing is written when unset.
+    description:
+      - History store to write to (a SQLite path or C(sqlite:///path)); nothing is written when unset.
+      - Or a PostgreSQL URL C(postgresql://user@host/database?sslmode=verify-full&...) that several controllers
+        share, its password from libpq's password file or E(PGPASSWORD) (never in the URL).
     type: str
   connect_timeout:
     description: Seconds to wait for each connection.

@@ -32,7 +32,10 @@ options:
     choices: [forecast, resource, performance]
     required: true
   history:
-    description: History store to read the samples from (a SQLite path, C(sqlite:///path) or a PostgreSQL URL C(postgresql://user@host/database?sslmode=verify-full&...) whose password comes from libpq's password file); O(mode=forecast).
+    description:
+      - History store to read the samples from (a SQLite path or C(sqlite:///path)); O(mode=forecast).
+      - Or a PostgreSQL URL C(postgresql://user@host/database?sslmode=verify-full&...) that several controllers
+        share, its password from libpq's password file or E(PGPASSWORD) (never in the URL).
     type: str
   store:
     description: Store of the samples or of the model.
