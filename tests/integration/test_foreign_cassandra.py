@@ -588,8 +588,12 @@ def _small_load(cluster, stop):
         session_cluster.shutdown()
 
 
-def test_autotune_plans_from_cpu_memory_and_disk_read_on_each_node(foreign_cassandra, tmp_path):
+def test_autotune_plans_from_cpu_memory_and_disk_read_on_each_node(foreign_cassandra, tmp_path, pgpass):
+    """autotune on the operator's cluster, its history in a shared PostgreSQL database (TLS with the server's
+    certificate verified and a client certificate; the password from libpq's password file, not the URL)."""
     from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
+
+    history = pgpass.url()
 
     stop = threading.Event()
     load = threading.Thread(target=_small_load, args=(foreign_cassandra, stop))
@@ -602,7 +606,7 @@ def test_autotune_plans_from_cpu_memory_and_disk_read_on_each_node(foreign_cassa
             dict(
                 tactician_store="cassandra",
                 tactician_model_file=os.path.join(ROOT, "catalog", "models", "cassandra-lab.json"),
-                tactician_history=str(tmp_path / "history.sqlite3"),
+                tactician_history=history,
                 tactician_plans_dir=str(tmp_path / "plans"),
                 tactician_reports_dir=str(tmp_path / "reports"),
                 tactician_autotune_observe_s=12,
@@ -622,7 +626,7 @@ def test_autotune_plans_from_cpu_memory_and_disk_read_on_each_node(foreign_cassa
     # started on both nodes, over SSH, in the background of every window
     assert {item["item"] for item in launched} == {"cass-a", "cass-b"}
     assert all(item.get("ansible_job_id") for item in launched), launched
-    store = history_store.open_history(str(tmp_path / "history.sqlite3"), create=False, readonly=True)
+    store = history_store.open_history(history, create=False, readonly=True)
     try:
         samples = store.samples(cluster="cassandra")
     finally:
@@ -704,7 +708,7 @@ def _compare(cluster, tmp_path, name, configs, **extra):
             tactician_compare_workload="a",
             tactician_compare_rounds=1,
             tactician_compare_run_s=3,
-            tactician_compare_warmup_s=2,
+            tactician_compare_warmup_s=0,
             tactician_compare_records=2000,
             tactician_compare_threads=4,
             tactician_compare_keyspace="tactician_compare_it",
@@ -853,10 +857,10 @@ def test_a_race_and_training_points_on_the_bench_host_land_on_the_controller(for
         ),
     )
     assert calibrate.returncode != 0
-    cache = calibrate.task("Size of the row cache in rows", host.name)
-    assert cache["cache"]["capacity_bytes"] == 0, cache
     failed = [res.get("msg", "") for _task, _host, res in calibrate.results if res.get("failed")]
     assert any("holds no rows" in msg and "row_cache_size" in msg for msg in failed), failed
+    cache = calibrate.task("Size of the row cache in rows", host.name)
+    assert cache["cache"]["capacity_bytes"] == 0, cache
     assert not (tmp_path / "state" / "resource.json").exists()
 
 

@@ -19,32 +19,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples 
 
 pytestmark = pytest.mark.integration
 
-pytest.importorskip("cryptography")
 pytest.importorskip("psycopg")
-import postgres_server  # noqa: E402
-from pki import Authority  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def postgres(tmp_path_factory):
-    lacks = postgres_server.missing()
-    if lacks:
-        pytest.skip("a PostgreSQL server needs " + ", ".join(lacks))
-    authority = Authority(str(tmp_path_factory.mktemp("pg-pki")))
-    server = postgres_server.PostgresServer(authority)
-    try:
-        server.start()
-        yield server
-    finally:
-        left = server.stop()
-        assert not left, "left running by the PostgreSQL fixture: %s" % left
-
-
-@pytest.fixture()
-def pgpass(postgres, monkeypatch):
-    for name, value in postgres.environ().items():
-        monkeypatch.setenv(name, value)
-    return postgres
 
 
 def _samples(cluster, count, start=1_700_000_000.0, read=100.0):

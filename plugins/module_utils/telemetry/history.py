@@ -607,6 +607,7 @@ class SQLiteHistory(SQLHistory):
 # PostgreSQL
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def _pg_ddl(statement):
     """A statement of MIGRATIONS in PostgreSQL's types: the same tables, made from the one list."""
     statement = re.sub(r"\bINTEGER PRIMARY KEY AUTOINCREMENT\b", "BIGSERIAL PRIMARY KEY", statement)
