@@ -132,7 +132,9 @@ class PostgresServer:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             ready = subprocess.run(
-                [os.path.join(self.bin, "pg_isready"), "-h", self.folder, "-p", str(self.port)], capture_output=True
+                [os.path.join(self.bin, "pg_isready"), "-h", self.folder, "-p", str(self.port)],
+                capture_output=True,
+                check=False,
             )
             if ready.returncode == 0:
                 break

@@ -118,7 +118,8 @@ def test_controllers_opening_a_new_database_at_once_migrate_it_once(pgpass, monk
         admin.close()
     raced = url + "&options=-csearch_path%3Drace"
     procs = [
-        subprocess.Popen([sys.executable, "-c", OPEN_ONCE, os.path.join(ROOT, ".collections"), raced]) for _ in range(4)
+        subprocess.Popen([sys.executable, "-c", OPEN_ONCE, os.path.join(ROOT, ".collections"), raced])
+        for _controller in range(4)
     ]
     assert [proc.wait(timeout=120) for proc in procs] == [0, 0, 0, 0]
     with history_store.open_history(raced, readonly=True) as store:
