@@ -277,10 +277,8 @@ class SQLHistory(HistoryStore):
     def _begin(self):
         self._execute("BEGIN")
 
-    def _write(self, work):
-        """Run work() inside one write transaction: all of it or nothing."""
-        if self.readonly:
-            raise HistoryError("path: %s was opened read-only" % self.name)
+    def _transaction(self, work):
+        """Run work() inside one transaction: all of it or nothing."""
         self._begin()
         try:
             result = work()
@@ -289,6 +287,12 @@ class SQLHistory(HistoryStore):
             raise
         self._execute("COMMIT")
         return result
+
+    def _write(self, work):
+        """Run work() inside one write transaction; a store opened read-only refuses."""
+        if self.readonly:
+            raise HistoryError("path: %s was opened read-only" % self.name)
+        return self._transaction(work)
 
     def _version(self):
         raise NotImplementedError
@@ -588,13 +592,7 @@ class SQLiteHistory(SQLHistory):
         return self._db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
 
     def _migrate(self):
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            self._apply_migrations(MIGRATIONS)
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
+        self._transaction(lambda: self._apply_migrations(MIGRATIONS))
 
     def _begin(self):
         try:
@@ -683,14 +681,11 @@ class PostgresHistory(SQLHistory):
         return self._execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
 
     def _migrate(self):
-        self._execute("BEGIN")
-        try:
+        def locked():
             self._execute("SELECT pg_advisory_xact_lock(?)", (_PG_MIGRATION_LOCK,))
             self._apply_migrations(PG_MIGRATIONS)
-            self._execute("COMMIT")
-        except BaseException:
-            self._execute("ROLLBACK")
-            raise
+
+        self._transaction(locked)
 
     def _write(self, work):
         try:
