@@ -28,6 +28,9 @@ options:
       - The history file, or a URL (C(sqlite:///absolute/path)).
       - Or a PostgreSQL URL C(postgresql://user@host:5432/database?sslmode=verify-full&...), its password from
         libpq's password file or E(PGPASSWORD) (never in the URL).
+      - Or C(prometheus://host:port?records=PATH_OR_URL) (C(prometheus+https://) with TLS): samples read from a
+        Prometheus server at every T_d step (docs/monitoring.md), configurations and state kept in the C(records)
+        history.
       - Defaults to E(TACTICIAN_HISTORY) when set, else C(~/.local/share/tactician/history.sqlite3).
     type: str
     env:
@@ -148,7 +151,7 @@ def history_lookup(
         )
     try:
         history = open_history(path, readonly=True)
-    except (ValueError, NotImplementedError) as exc:
+    except ValueError as exc:
         raise AnsibleLookupError("history: %s" % exc) from None
     entries = []
     try:

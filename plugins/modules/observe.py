@@ -117,6 +117,9 @@ options:
       - History store to write to (a SQLite path or C(sqlite:///path)); nothing is written when unset.
       - Or a PostgreSQL URL C(postgresql://user@host/database?sslmode=verify-full&...) that several controllers
         share, its password from libpq's password file or E(PGPASSWORD) (never in the URL).
+      - Or C(prometheus://host:port?records=PATH_OR_URL) (C(prometheus+https://) with TLS): samples read from a
+        Prometheus server at every T_d step (docs/monitoring.md), configurations and state kept in the C(records)
+        history.
     type: str
   connect_timeout:
     description: Seconds to wait for each connection.

@@ -8,8 +8,8 @@ when it is opened.
 ``HistoryStore`` is the interface the rest of the collection codes against. ``SQLiteHistory`` implements it in one
 SQLite file (the embedded default); ``PostgresHistory`` in a PostgreSQL database that several controllers and AWX
 jobs share, with the same tables and migrations (``SQLHistory`` holds the SQL both run). ``open_history`` picks
-the backend from a URL, so another backend (a Prometheus reader is planned: samples from a Prometheus server,
-configurations and state kept beside it) can be added without touching the callers.
+the backend from a URL without touching the callers; ``PrometheusHistory`` reads the samples from a Prometheus
+server (telemetry/prometheus.py) and keeps configurations and state in a SQL history beside it.
 
 Configurations are content-addressed: a configuration's id is the sha256 of its canonical JSON, so the same
 settings always get the same id and A -> B -> A shows as two transitions back to the first id. The history
@@ -698,7 +698,143 @@ class PostgresHistory(SQLHistory):
 # Opening by URL
 # ---------------------------------------------------------------------------------------------------------------
 
-PLANNED_BACKENDS = {"prometheus": "a Prometheus-backed history (samples read from a Prometheus server)"}
+# ---------------------------------------------------------------------------------------------------------------
+# Prometheus: samples from a Prometheus server, the rest in a SQL history beside it
+# ---------------------------------------------------------------------------------------------------------------
+
+PROMETHEUS_OPTIONS = ("records", "step", "rate_window", "ca_file", "cert_file", "key_file", "validate_certs", "timeout")
+
+
+def _prometheus_url(url):
+    """(base http(s) URL, {option: value}) of prometheus://host:port[/prefix]?option=... (prometheus+https:// for
+    TLS). Options: PROMETHEUS_OPTIONS; anything else is refused by name."""
+    parts = urlsplit(url)
+    scheme = "https" if parts.scheme.lower().endswith("+https") else "http"
+    if not parts.hostname:
+        raise HistoryError("path: %r names no host; write prometheus://host:port" % (url,))
+    if parts.password or parts.username:
+        raise HistoryError("path: a user or password in %s would reach logs and arguments; leave it out" % parts.scheme)
+    options = {}
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key not in PROMETHEUS_OPTIONS:
+            raise HistoryError(
+                "path: option %r of %s:// is not known; allowed: %s"
+                % (key, parts.scheme, ", ".join(PROMETHEUS_OPTIONS))
+            )
+        options[key] = value
+    for key in ("step", "rate_window", "timeout"):
+        if key in options:
+            try:
+                options[key] = float(options[key])
+            except ValueError:
+                raise HistoryError("path: option %s=%r is not a number of seconds" % (key, options[key])) from None
+            if options[key] <= 0:
+                raise HistoryError("path: option %s=%r must be above 0 seconds" % (key, options[key]))
+    if "validate_certs" in options:
+        flag = options["validate_certs"].lower()
+        if flag not in ("true", "false", "1", "0", "yes", "no"):
+            raise HistoryError("path: option validate_certs=%r is not true or false" % options["validate_certs"])
+        options["validate_certs"] = flag in ("true", "1", "yes")
+    base = urlunsplit((scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+    return base, options
+
+
+class PrometheusHistory(HistoryStore):
+    """Samples read from a Prometheus server (telemetry/prometheus.py), at every step of ``step`` seconds over any
+    window; configurations, transitions, saved state and the samples observe writes go to ``records``, a SQL
+    history (a path or URL; the default file when not given).
+
+    samples() needs the cluster (the series are selected by it); a ``store`` left out is read for each store the
+    reader knows. A ``window_s`` given is the step. ``last`` without ``since`` reads the newest steps up to now."""
+
+    def __init__(self, url, create=True, readonly=False, timeout=DEFAULT_BUSY_TIMEOUT, client=None, clock=_time.time):
+        from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import prometheus
+
+        self._prometheus = prometheus
+        base, options = _prometheus_url(url)
+        self.url = url
+        self.clock = clock
+        self.step = options.get("step", prometheus.DEFAULT_STEP_S)
+        self.rate_window = options.get("rate_window")
+        try:
+            self.client = client or prometheus.PrometheusClient(
+                base,
+                ca_file=options.get("ca_file"),
+                cert_file=options.get("cert_file"),
+                key_file=options.get("key_file"),
+                validate_certs=options.get("validate_certs", True),
+                timeout=options.get("timeout", 30.0),
+            )
+        except (prometheus.PrometheusError, OSError, ValueError) as exc:
+            raise HistoryError("path: %s" % exc) from None
+        records = options.get("records")
+        if records and records.split("://", 1)[0].split("+", 1)[0].lower() == "prometheus":
+            raise HistoryError(
+                "path: option records=%r must be a SQL history (a file path, sqlite:// or postgresql://)" % records
+            )
+        self.records = open_history(records or None, create=create, readonly=readonly, timeout=timeout)
+
+    # samples: read from Prometheus; those written go to the records
+    def add_samples(self, samples):
+        return self.records.add_samples(samples)
+
+    def samples(self, store=None, cluster=None, node=None, since=None, until=None, last=None, window_s=None):
+        if cluster is None:
+            raise HistoryError("cluster: a Prometheus history reads one cluster at a time; give its name")
+        _text("cluster", cluster)
+        step = self.step
+        if window_s is not None:
+            if isinstance(window_s, bool) or not isinstance(window_s, (int, float)) or window_s <= 0:
+                raise HistoryError("window_s: %r is not a number of seconds above 0" % (window_s,))
+            step = float(window_s)
+        until = parse_time(until, "until") if until is not None else self.clock()
+        last = _last(last)
+        if since is not None:
+            since = parse_time(since, "since")
+        elif last:
+            since = until - (last + 1) * step
+        else:
+            since = until - self._prometheus.DEFAULT_SPAN_S
+        stores = [store] if store is not None else list(self._prometheus.STORES)
+        reader = self._prometheus.PrometheusSamples(self.client, step, self.rate_window, clock=self.clock)
+        found = []
+        try:
+            for name in stores:
+                found.extend(reader.read(name, cluster, since, until))
+        except self._prometheus.PrometheusError as exc:
+            raise HistoryError("path: %s" % exc) from None
+        if node is not None:
+            found = [s for s in found if s["node"] == node]
+        found.sort(key=lambda s: s["time"])
+        return found[-last:] if last else found
+
+    # everything else: the records
+    def record_config(self, cluster, node_or_set, config, time=None, source="observed", note=None):
+        return self.records.record_config(cluster, node_or_set, config, time=time, source=source, note=note)
+
+    def get_config(self, config_id):
+        return self.records.get_config(config_id)
+
+    def config_at(self, cluster, node, time=None):
+        return self.records.config_at(cluster, node, time=time)
+
+    def config_log(self, cluster, node=None, since=None, until=None, last=None):
+        return self.records.config_log(cluster, node=node, since=since, until=until, last=last)
+
+    def transitions(self, cluster, since=None, until=None, node=None, include_initial=False):
+        return self.records.transitions(cluster, since=since, until=until, node=node, include_initial=include_initial)
+
+    def save_state(self, key, value):
+        return self.records.save_state(key, value)
+
+    def load_state(self, key):
+        return self.records.load_state(key)
+
+    def states(self, prefix):
+        return self.records.states(prefix)
+
+    def close(self):
+        self.records.close()
 
 
 def local_file(url_or_path):
@@ -713,8 +849,9 @@ def local_file(url_or_path):
 def open_history(url_or_path=None, **options):
     """A HistoryStore for a URL or a path: ``sqlite:///absolute/path``, a bare path (``~`` expanded), None for the
     default path, or ``postgresql://user@host:port/database?...`` (libpq's URL, no password in it).
-    ``prometheus://...`` raises NotImplementedError: that backend is planned. options go to the backend (create,
-    readonly, timeout)."""
+    or ``prometheus://host:port?records=...`` (``prometheus+https://`` with TLS): samples from a Prometheus server,
+    the rest in the ``records`` history (PrometheusHistory). options go to the backend (create, readonly,
+    timeout)."""
     if url_or_path is None:
         return SQLiteHistory(default_history_path(), **options)
     _text("path", url_or_path)
@@ -729,12 +866,9 @@ def open_history(url_or_path=None, **options):
         return SQLiteHistory(re.sub(r"^/+", "/", rest), **options)
     if base in ("postgresql", "postgres"):
         return PostgresHistory(url_or_path, **options)
-    if base in PLANNED_BACKENDS:
-        raise NotImplementedError(
-            "%s: %s is planned but not implemented yet; use sqlite:///path or a file path"
-            % (url_or_path, PLANNED_BACKENDS[base])
-        )
+    if base == "prometheus" and scheme in ("prometheus", "prometheus+http", "prometheus+https"):
+        return PrometheusHistory(url_or_path, **options)
     raise HistoryError(
-        "path: scheme %r is not supported; allowed: sqlite:///path, a file path, postgresql://user@host/database"
-        " (prometheus:// is planned)" % scheme
+        "path: scheme %r is not supported; allowed: sqlite:///path, a file path, postgresql://user@host/database,"
+        " prometheus://host:port (prometheus+https:// with TLS)" % scheme
     )

@@ -14,6 +14,7 @@ import traceback
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.process import wait_until
 from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import poll_health
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.operations import redis_operation
 
 try:
     import redis as redis_lib
@@ -438,78 +439,6 @@ def flush_masters(params, nodes):
     return flushed
 
 
-# How the commands a Redis server counts map onto workload operations. Redis cannot tell an insert from an
-# update (both write a key), so writes count as updates; commands not listed (admin, cluster, pub/sub) are other.
-COMMAND_OPERATIONS = {
-    "read": (
-        "get",
-        "mget",
-        "hget",
-        "hgetall",
-        "hmget",
-        "hexists",
-        "exists",
-        "getrange",
-        "strlen",
-        "lrange",
-        "lindex",
-        "smembers",
-        "sismember",
-        "zscore",
-        "zrank",
-        "hlen",
-        "llen",
-        "scard",
-        "zcard",
-        "getex",
-    ),
-    "scan": (
-        "zrangebyscore",
-        "zrange",
-        "zrevrange",
-        "zrevrangebyscore",
-        "zrangebylex",
-        "scan",
-        "hscan",
-        "sscan",
-        "zscan",
-        "xrange",
-        "xrevrange",
-    ),
-    "update": (
-        "set",
-        "setex",
-        "psetex",
-        "setnx",
-        "mset",
-        "msetnx",
-        "hset",
-        "hmset",
-        "hsetnx",
-        "append",
-        "incr",
-        "incrby",
-        "decr",
-        "decrby",
-        "incrbyfloat",
-        "hincrby",
-        "lpush",
-        "rpush",
-        "lset",
-        "sadd",
-        "zadd",
-        "zincrby",
-        "xadd",
-        "getset",
-        "expire",
-        "pexpire",
-        "persist",
-    ),
-    "delete": ("del", "unlink", "hdel", "lrem", "srem", "zrem", "zremrangebyscore", "xdel", "getdel"),
-}
-_COMMAND_TO_OP = {command: op for op, commands in COMMAND_OPERATIONS.items() for command in commands}
-
-
 def _pairs(flat):
     """A RESP3 map, or a RESP2 flat [key, value, key, value, ...] list, as a dict (keys decoded)."""
     if isinstance(flat, dict):
@@ -571,14 +500,14 @@ def state_from_info(persistence, memory):
 
 def workload_counters(conn):
     """One node's cumulative counters, gauges and state from INFO: calls per operation kind (commandstats mapped
-    by COMMAND_OPERATIONS), keyspace hits and misses, evicted keys; gauges role, used memory and dataset bytes;
-    state from INFO persistence and memory (state_from_info)."""
+    by telemetry.operations.REDIS_COMMAND_OPERATIONS), keyspace hits and misses, evicted keys; gauges role, used
+    memory and dataset bytes; state from INFO persistence and memory (state_from_info)."""
     commandstats = conn.info("commandstats")
     counters = {"read": 0, "scan": 0, "update": 0, "delete": 0, "other": 0}
     for key, stats in commandstats.items():
         command = key[len("cmdstat_") :] if key.startswith("cmdstat_") else key
         calls = int(stats.get("calls", 0)) if isinstance(stats, dict) else 0
-        counters[_COMMAND_TO_OP.get(command.split("|")[0], "other")] += calls
+        counters[redis_operation(command)] += calls
     stats = conn.info("stats")
     counters["keyspace_hits"] = int(stats.get("keyspace_hits", 0))
     counters["keyspace_requests"] = counters["keyspace_hits"] + int(stats.get("keyspace_misses", 0))

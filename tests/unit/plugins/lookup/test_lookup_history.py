@@ -115,5 +115,5 @@ def test_bad_options(path):
         history_lookup(["lab"], path=path, last=-2)
     with pytest.raises(AnsibleLookupError, match=r"history: since: 'soon' is not unix seconds or ISO 8601"):
         history_lookup(["lab"], path=path, since="soon")
-    with pytest.raises(AnsibleLookupError, match=r"history: prometheus://p:9090: a Prometheus-backed history"):
-        history_lookup(["lab"], path="prometheus://p:9090")
+    with pytest.raises(AnsibleLookupError, match=r"history: path: option 'foo' of prometheus:// is not known"):
+        history_lookup(["lab"], path="prometheus://p:9090?foo=1")

@@ -390,8 +390,9 @@ def test_open_history_by_url_or_path(tmp_path, monkeypatch):
         assert by_url.path == "%s/u.sqlite3" % tmp_path
     with open_history("sqlite:////%s/u.sqlite3" % str(tmp_path).lstrip("/")) as four_slashes:
         assert four_slashes.path == "%s/u.sqlite3" % tmp_path
-    with pytest.raises(NotImplementedError, match=r"Prometheus-backed history .* is planned"):
-        open_history("prometheus://localhost:9090")
+    with open_history("prometheus://localhost:9090?records=%s/r.sqlite3&step=15" % tmp_path) as prometheus:
+        assert isinstance(prometheus, HistoryStore)
+        assert prometheus.step == 15.0 and prometheus.records.path == "%s/r.sqlite3" % tmp_path
     with pytest.raises(HistoryError, match=r"^path: scheme 'mysql' is not supported; allowed: sqlite"):
         open_history("mysql://db/x")
     # a PostgreSQL URL is the shared backend's: one with a password is refused before any connection
