@@ -121,6 +121,16 @@ options:
         Prometheus server at every T_d step (docs/monitoring.md), configurations and state kept in the C(records)
         history.
     type: str
+  source:
+    description:
+      - C(poll) takes the window's snapshots from the nodes themselves, for O(duration) seconds.
+      - C(prometheus) reads the window that ends now from the Prometheus server of O(history) (a
+        C(prometheus://) URL) and returns at once, with no connection to the nodes; every node of O(cluster) that
+        Prometheus scrapes is in the result (O(nodes), when given, keeps only those). Nothing is written: the
+        samples already are in Prometheus. The fields and their queries are in docs/monitoring.md.
+    type: str
+    choices: [poll, prometheus]
+    default: poll
   connect_timeout:
     description: Seconds to wait for each connection.
     type: float
@@ -205,6 +215,33 @@ from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import h
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import observer as observe
 
 
+def observe_prometheus(module):
+    """source=prometheus: the window that ends now, read from the history's Prometheus server."""
+    params = module.params
+    if params["pending"] is not None or params["defer_write"]:
+        module.fail_json(msg="source: prometheus reads a window that has passed; pending and defer_write are for poll")
+    try:
+        with errors.reported_as(observe.ObserveError, None):
+            with history_store.open_history(params["history"], readonly=True) as store:
+                if not isinstance(store, history_store.PrometheusHistory):
+                    module.fail_json(
+                        msg="history: source prometheus reads a prometheus://host:port history (got %s)"
+                        % params["history"].split("?", 1)[0]
+                    )
+                result = store.window(params["store"], params["cluster"], params["duration"])
+    except TacticianError as exc:
+        fail(module, exc)
+    if params["nodes"]:
+        wanted = set()
+        for node in params["nodes"]:
+            address = node["address"]
+            wanted.add(address)
+            if params["store"] == "cassandra":
+                wanted.add("%s:%d" % (address, node.get("port") or params["port"]))
+        result["samples"] = [s for s in result["samples"] if s["node"] in wanted]
+    module.exit_json(changed=False, source="prometheus", summary=observe.summary(result), **result)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -237,13 +274,16 @@ def main():
             node_usage=dict(type="list", elements="dict"),
             defer_write=dict(type="bool", default=False),
             pending=dict(type="str"),
+            source=dict(type="str", choices=["poll", "prometheus"], default="poll"),
         ),
         required_together=[["login_user", "login_password"]],
-        required_one_of=[["nodes", "pending"]],
+        required_if=[["source", "poll", ["nodes", "pending"], True], ["source", "prometheus", ["history"]]],
         mutually_exclusive=[["nodes", "pending"], ["pending", "defer_write"]],
         supports_check_mode=True,
     )
     params = module.params
+    if params["source"] == "prometheus":
+        observe_prometheus(module)
     pending = None
     if params["pending"] is not None:
         try:

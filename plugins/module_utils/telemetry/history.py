@@ -772,7 +772,15 @@ class PrometheusHistory(HistoryStore):
             raise HistoryError(
                 "path: option records=%r must be a SQL history (a file path, sqlite:// or postgresql://)" % records
             )
-        self.records = open_history(records or None, create=create, readonly=readonly, timeout=timeout)
+        self._records_at = (records or None, dict(create=create, readonly=readonly, timeout=timeout))
+        self._records = None
+
+    @property
+    def records(self):
+        """The SQL history beside the samples, opened when first needed (a reader of samples alone needs none)."""
+        if self._records is None:
+            self._records = open_history(self._records_at[0], **self._records_at[1])
+        return self._records
 
     # samples: read from Prometheus; those written go to the records
     def add_samples(self, samples):
@@ -808,6 +816,34 @@ class PrometheusHistory(HistoryStore):
         found.sort(key=lambda s: s["time"])
         return found[-last:] if last else found
 
+    def window(self, store, cluster, duration, end=None):
+        """observe's result for the window of duration seconds that ends at end (default now), read from
+        Prometheus: {"samples": [per node], "aggregate": the cluster's sample}. HistoryError when no node of the
+        cluster has a series in that window."""
+        _text("cluster", cluster)
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or duration <= 0:
+            raise HistoryError("duration: %r is not a number of seconds above 0" % (duration,))
+        end = self.clock() if end is None else parse_time(end, "end")
+        reader = self._prometheus.PrometheusSamples(self.client, duration, self.rate_window or duration)
+        try:
+            found = reader.read(store, cluster, end - duration, end, exact=True)
+        except self._prometheus.PrometheusError as exc:
+            raise HistoryError("path: %s" % exc) from None
+        if not found:
+            raise HistoryError(
+                "cluster: %s holds no %s series of cluster %r over the %g s up to %s; check that its scrape targets"
+                " are up and carry the label cluster=%r (docs/monitoring.md)"
+                % (
+                    self.client.base_url,
+                    store,
+                    cluster,
+                    duration,
+                    _time.strftime("%H:%M:%S", _time.gmtime(end)),
+                    cluster,
+                )
+            )
+        return {"samples": [s for s in found if s["node"] != AGGREGATE_NODE], "aggregate": found[-1]}
+
     # everything else: the records
     def record_config(self, cluster, node_or_set, config, time=None, source="observed", note=None):
         return self.records.record_config(cluster, node_or_set, config, time=time, source=source, note=note)
@@ -834,7 +870,8 @@ class PrometheusHistory(HistoryStore):
         return self.records.states(prefix)
 
     def close(self):
-        self.records.close()
+        if self._records is not None:
+            self._records.close()
 
 
 def local_file(url_or_path):

@@ -400,12 +400,13 @@ class PrometheusSamples:
         self.window = float(rate_window_s or step_s)
         self.clock = clock
 
-    def read(self, store, cluster, since, until):
+    def read(self, store, cluster, since, until, exact=False):
         """Per-node and cluster samples of store's cluster at every step in [since, until], oldest first, the
-        cluster's after its nodes'. A step no node has a series for is left out (the server was not scraped)."""
+        cluster's after its nodes'. A step no node has a series for is left out (the server was not scraped).
+        exact: one sample, of the window of one step that ends at until (not on the grid)."""
         if store not in QUERIES:
             raise PrometheusError("store: %r cannot be read from Prometheus; allowed: %s" % (store, ", ".join(QUERIES)))
-        times = grid(since, until, self.step)
+        times = [round(float(until), 3)] if exact else grid(since, until, self.step)
         if not times:
             return []
         window = "%ds" % max(1, int(round(self.window)))

@@ -237,3 +237,27 @@ def test_bad_prometheus_urls_name_the_option(tmp_path, monkeypatch, url, message
     monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(HistoryError, match=message):
         open_history(url)
+
+
+def test_window_reads_the_window_that_ends_now_off_the_grid(tmp_path):
+    server = FakeServer(_cassandra_series())
+    client = prometheus.PrometheusClient("http://127.0.0.1:9390", opener=server)
+    history = PrometheusHistory("prometheus://127.0.0.1:9390", client=client, clock=lambda: 1047.5)
+    result = history.window("cassandra", "lab", 20)
+    assert [s["node"] for s in result["samples"]] == list(NODES)
+    assert result["aggregate"]["node"] == "cluster" and result["aggregate"]["time"] == 1047.5
+    assert result["aggregate"]["window_s"] == 20.0
+    ranges = [p for path, p in server.queries if path == "/api/v1/query_range"]
+    assert all(p["start"] == p["end"] == "1047.500" for p in ranges)
+    assert any("[20s]" in p["query"] for p in ranges)
+    history.close()  # no records were needed, none were opened
+    assert not (tmp_path / "r.sqlite3").exists()
+    empty = PrometheusHistory(
+        "prometheus://127.0.0.1:9390",
+        client=prometheus.PrometheusClient("http://127.0.0.1:9390", opener=FakeServer({})),
+        clock=lambda: 1047.5,
+    )
+    with pytest.raises(
+        HistoryError, match=r"^cluster: http://127.0.0.1:9390 holds no cassandra series of cluster 'lab'"
+    ):
+        empty.window("cassandra", "lab", 20)
