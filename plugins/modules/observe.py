@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import time
+
 DOCUMENTATION = r"""
 module: observe
 short_description: Sample the live workload of Cassandra, Redis or MongoDB nodes into workload samples
@@ -131,6 +133,12 @@ options:
     type: str
     choices: [poll, prometheus]
     default: poll
+  ago:
+    description:
+      - With O(source=prometheus), the window ends this many seconds before now (an observation of the past:
+        autotune reads its sub-windows before a roll this way, at once).
+    type: float
+    default: 0
   connect_timeout:
     description: Seconds to wait for each connection.
     type: float
@@ -220,6 +228,8 @@ def observe_prometheus(module):
     params = module.params
     if params["pending"] is not None or params["defer_write"]:
         module.fail_json(msg="source: prometheus reads a window that has passed; pending and defer_write are for poll")
+    if params["ago"] < 0:
+        module.fail_json(msg="ago: %r must be 0 or more seconds before now" % params["ago"])
     try:
         with errors.reported_as(observe.ObserveError, None):
             with history_store.open_history(params["history"], readonly=True) as store:
@@ -228,7 +238,9 @@ def observe_prometheus(module):
                         msg="history: source prometheus reads a prometheus://host:port history (got %s)"
                         % params["history"].split("?", 1)[0]
                     )
-                result = store.window(params["store"], params["cluster"], params["duration"])
+                result = store.window(
+                    params["store"], params["cluster"], params["duration"], end=time.time() - params["ago"]
+                )
     except TacticianError as exc:
         fail(module, exc)
     if params["nodes"]:
@@ -275,6 +287,7 @@ def main():
             defer_write=dict(type="bool", default=False),
             pending=dict(type="str"),
             source=dict(type="str", choices=["poll", "prometheus"], default="poll"),
+            ago=dict(type="float", default=0.0),
         ),
         required_together=[["login_user", "login_password"]],
         required_if=[["source", "poll", ["nodes", "pending"], True], ["source", "prometheus", ["history"]]],
@@ -284,6 +297,8 @@ def main():
     params = module.params
     if params["source"] == "prometheus":
         observe_prometheus(module)
+    if params["ago"]:
+        module.fail_json(msg="ago: a poll observes the window from now on; ago is for source prometheus")
     pending = None
     if params["pending"] is not None:
         try:

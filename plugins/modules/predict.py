@@ -224,7 +224,9 @@ def _forecast(module, p):
         if missing:
             module.fail_json(msg="%s: needed to read the history for mode forecast" % ", ".join(missing))
         with history_store.open_history(p["history"], create=False, readonly=True) as store:
-            samples = store.samples(store=p["store"], cluster=p["cluster"], node=p["node"], last=p["last"])
+            # A Prometheus history is read at the forecast's own step: every step a real sample, none filled in.
+            step = {"window_s": float(p["step"])} if isinstance(store, history_store.PrometheusHistory) else {}
+            samples = store.samples(store=p["store"], cluster=p["cluster"], node=p["node"], last=p["last"], **step)
     result = predict.forecast_workload(
         samples=samples,
         schedule=schedule,
