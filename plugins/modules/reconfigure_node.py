@@ -181,6 +181,27 @@ options:
         rate) is not judged - the percentile of a handful of requests, such as the first after a restart, is no
         client signal.
     type: dict
+  guard_prometheus:
+    description:
+      - Read the client-visible signals of O(guard) from a Prometheus server instead of asking every node: one
+        query for the whole cluster, and it reaches nodes whose JMX or stats are local to their host. Cassandra's
+        from the JMX exporter agent (the coordinators' ClientRequest counts, errors and p99), Redis's from the
+        Redis exporter (calls, failed and rejected calls less MOVED/ASK, refused connections, time per call), over
+        the last minute (docs/monitoring.md).
+      - While Prometheus does not answer, the signals are unknown and the guard waits; past C(guard.max_wait_s)
+        the roll stops.
+    type: dict
+    suboptions:
+      url:
+        description:
+          - C(prometheus://host:port) (C(prometheus+https://host:port?ca_file=...&cert_file=...&key_file=...) with
+            TLS).
+        type: str
+        required: true
+      cluster:
+        description: The value of the C(cluster) label on the cluster's series.
+        type: str
+        required: true
   failover:
     description:
       - Redis - fail a master over to a replica in sync before restarting it (V(auto)), or never. With no replica
@@ -379,6 +400,10 @@ def main():
             jmx_password=dict(type="str", no_log=True),
             failover=dict(type="str", choices=["auto", "never"], default="auto"),
             guard=dict(type="dict"),
+            guard_prometheus=dict(
+                type="dict",
+                options=dict(url=dict(type="str", required=True), cluster=dict(type="str", required=True)),
+            ),
         ),
         required_together=[["stop_command", "start_command"]],
         mutually_exclusive=[

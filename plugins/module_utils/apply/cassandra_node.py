@@ -183,6 +183,8 @@ class CassandraNode(BaseNode):
         )
 
     def _signals(self, params, nodes):
+        if self.params.get("guard_prometheus"):
+            return self.prometheus_signals([node["address"] for node in nodes])
         return guards.combine(cassandra_cluster.client_signals(params, nodes), self.guard.min_ops_per_s)
 
     def check_before_stop(self):

@@ -12,7 +12,7 @@ import subprocess
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import configfile, guards
 from ansible_collections.tactician.nosql.plugins.module_utils.stores import daemons
-from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import resources
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import prometheus, resources
 
 _FORMATS = {"cassandra": "yaml", "redis": "redis", "mongodb": "yaml"}
 
@@ -206,6 +206,23 @@ class BaseNode:
         return None
 
     # What the roll watches besides this node (apply/guards.py) ---------------------------------
+    def prometheus_signals(self, hosts):
+        """The client signals of the nodes among hosts (addresses, or host:port) read from the Prometheus server of
+        option guard_prometheus ({url, cluster}), combined for the guard: None when that option is not given, or
+        while Prometheus does not answer (the guard then waits, and stops the roll after guard.max_wait_s)."""
+        spec = self.params.get("guard_prometheus")
+        if not spec:
+            return None
+        if getattr(self, "_prometheus_client", None) is None:
+            self._prometheus_client = prometheus.client_from_url(spec["url"])
+        wanted = set(hosts)
+        try:
+            found = prometheus.client_signals(self._prometheus_client, self.store, spec["cluster"])
+        except prometheus.PrometheusError:
+            return None
+        mine = {node: value for node, value in found.items() if node in wanted or node.rsplit(":", 1)[0] in wanted}
+        return dict(guards.combine(mine, self.guard.min_ops_per_s), via="prometheus")
+
     def check_before_stop(self):
         """Right before the node stops: the rest of the cluster is whole and the clients are served within the
         guard's thresholds; raises guards.ClusterNotReady (nothing touched). Stores without a cluster-wide view

@@ -118,6 +118,8 @@ class RedisNode(BaseNode):
         before, conns = {}, {}
 
         def read():
+            if self.params.get("guard_prometheus"):
+                return self.prometheus_signals(nodes)
             now, per_node = {}, {}
             for address in nodes:
                 try:

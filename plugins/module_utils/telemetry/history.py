@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import imports, secrets
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TelemetryError
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import prometheus
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples import AGGREGATE_NODE, validate_sample
 
 HISTORY_ENV = "TACTICIAN_HISTORY"
@@ -702,42 +703,6 @@ class PostgresHistory(SQLHistory):
 # Prometheus: samples from a Prometheus server, the rest in a SQL history beside it
 # ---------------------------------------------------------------------------------------------------------------
 
-PROMETHEUS_OPTIONS = ("records", "step", "rate_window", "ca_file", "cert_file", "key_file", "validate_certs", "timeout")
-
-
-def _prometheus_url(url):
-    """(base http(s) URL, {option: value}) of prometheus://host:port[/prefix]?option=... (prometheus+https:// for
-    TLS). Options: PROMETHEUS_OPTIONS; anything else is refused by name."""
-    parts = urlsplit(url)
-    scheme = "https" if parts.scheme.lower().endswith("+https") else "http"
-    if not parts.hostname:
-        raise HistoryError("path: %r names no host; write prometheus://host:port" % (url,))
-    if parts.password or parts.username:
-        raise HistoryError("path: a user or password in %s would reach logs and arguments; leave it out" % parts.scheme)
-    options = {}
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if key not in PROMETHEUS_OPTIONS:
-            raise HistoryError(
-                "path: option %r of %s:// is not known; allowed: %s"
-                % (key, parts.scheme, ", ".join(PROMETHEUS_OPTIONS))
-            )
-        options[key] = value
-    for key in ("step", "rate_window", "timeout"):
-        if key in options:
-            try:
-                options[key] = float(options[key])
-            except ValueError:
-                raise HistoryError("path: option %s=%r is not a number of seconds" % (key, options[key])) from None
-            if options[key] <= 0:
-                raise HistoryError("path: option %s=%r must be above 0 seconds" % (key, options[key]))
-    if "validate_certs" in options:
-        flag = options["validate_certs"].lower()
-        if flag not in ("true", "false", "1", "0", "yes", "no"):
-            raise HistoryError("path: option validate_certs=%r is not true or false" % options["validate_certs"])
-        options["validate_certs"] = flag in ("true", "1", "yes")
-    base = urlunsplit((scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
-    return base, options
-
 
 class PrometheusHistory(HistoryStore):
     """Samples read from a Prometheus server (telemetry/prometheus.py), at every step of ``step`` seconds over any
@@ -748,25 +713,15 @@ class PrometheusHistory(HistoryStore):
     reader knows. A ``window_s`` given is the step. ``last`` without ``since`` reads the newest steps up to now."""
 
     def __init__(self, url, create=True, readonly=False, timeout=DEFAULT_BUSY_TIMEOUT, client=None, clock=_time.time):
-        from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import prometheus
-
-        self._prometheus = prometheus
-        base, options = _prometheus_url(url)
+        try:
+            _base, options = prometheus.parse_url(url, "path")
+            self.client = client or prometheus.client_from_url(url, "path")
+        except prometheus.PrometheusError as exc:
+            raise HistoryError(str(exc)) from None
         self.url = url
         self.clock = clock
         self.step = options.get("step", prometheus.DEFAULT_STEP_S)
         self.rate_window = options.get("rate_window")
-        try:
-            self.client = client or prometheus.PrometheusClient(
-                base,
-                ca_file=options.get("ca_file"),
-                cert_file=options.get("cert_file"),
-                key_file=options.get("key_file"),
-                validate_certs=options.get("validate_certs", True),
-                timeout=options.get("timeout", 30.0),
-            )
-        except (prometheus.PrometheusError, OSError, ValueError) as exc:
-            raise HistoryError("path: %s" % exc) from None
         records = options.get("records")
         if records and records.split("://", 1)[0].split("+", 1)[0].lower() == "prometheus":
             raise HistoryError(
@@ -802,14 +757,14 @@ class PrometheusHistory(HistoryStore):
         elif last:
             since = until - (last + 1) * step
         else:
-            since = until - self._prometheus.DEFAULT_SPAN_S
-        stores = [store] if store is not None else list(self._prometheus.STORES)
-        reader = self._prometheus.PrometheusSamples(self.client, step, self.rate_window, clock=self.clock)
+            since = until - prometheus.DEFAULT_SPAN_S
+        stores = [store] if store is not None else list(prometheus.STORES)
+        reader = prometheus.PrometheusSamples(self.client, step, self.rate_window, clock=self.clock)
         found = []
         try:
             for name in stores:
                 found.extend(reader.read(name, cluster, since, until))
-        except self._prometheus.PrometheusError as exc:
+        except prometheus.PrometheusError as exc:
             raise HistoryError("path: %s" % exc) from None
         if node is not None:
             found = [s for s in found if s["node"] == node]
@@ -824,10 +779,10 @@ class PrometheusHistory(HistoryStore):
         if isinstance(duration, bool) or not isinstance(duration, (int, float)) or duration <= 0:
             raise HistoryError("duration: %r is not a number of seconds above 0" % (duration,))
         end = self.clock() if end is None else parse_time(end, "end")
-        reader = self._prometheus.PrometheusSamples(self.client, duration, self.rate_window or duration)
+        reader = prometheus.PrometheusSamples(self.client, duration, self.rate_window or duration)
         try:
             found = reader.read(store, cluster, end - duration, end, exact=True)
-        except self._prometheus.PrometheusError as exc:
+        except prometheus.PrometheusError as exc:
             raise HistoryError("path: %s" % exc) from None
         if not found:
             raise HistoryError(

@@ -154,6 +154,69 @@ class PrometheusClient:
         return self._get("/api/v1/targets", {"state": "active"}).get("activeTargets", [])
 
 
+URL_OPTIONS = ("records", "step", "rate_window", "ca_file", "cert_file", "key_file", "validate_certs", "timeout")
+"""Options of a prometheus:// URL (records, step and rate_window are the history's)."""
+
+
+def parse_url(url, field="url"):
+    """(base http(s) URL, {option: value}) of ``prometheus://host:port[/prefix]?option=...``
+    (``prometheus+https://`` for TLS; a plain http(s):// URL is taken too). Options: URL_OPTIONS, anything else is
+    refused by name; errors start with field."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("prometheus", "prometheus+http", "prometheus+https", "http", "https"):
+        raise PrometheusError("%s: %r is not prometheus://host:port (prometheus+https:// with TLS)" % (field, url))
+    if not parts.hostname:
+        raise PrometheusError("%s: %r names no host; write prometheus://host:port" % (field, url))
+    if parts.password or parts.username:
+        raise PrometheusError(
+            "%s: a user or password in %s would reach logs and arguments; leave it out" % (field, scheme)
+        )
+    options = {}
+    for key, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+        if key not in URL_OPTIONS:
+            raise PrometheusError(
+                "%s: option %r of %s:// is not known; allowed: %s" % (field, key, scheme, ", ".join(URL_OPTIONS))
+            )
+        options[key] = value
+    for key in ("step", "rate_window", "timeout"):
+        if key in options:
+            try:
+                options[key] = float(options[key])
+            except ValueError:
+                raise PrometheusError(
+                    "%s: option %s=%r is not a number of seconds" % (field, key, options[key])
+                ) from None
+            if options[key] <= 0:
+                raise PrometheusError("%s: option %s=%r must be above 0 seconds" % (field, key, options[key]))
+    if "validate_certs" in options:
+        flag = options["validate_certs"].lower()
+        if flag not in ("true", "false", "1", "0", "yes", "no"):
+            raise PrometheusError(
+                "%s: option validate_certs=%r is not true or false" % (field, options["validate_certs"])
+            )
+        options["validate_certs"] = flag in ("true", "1", "yes")
+    http = "https" if scheme.endswith("https") else "http"
+    return urllib.parse.urlunsplit((http, parts.netloc, parts.path.rstrip("/"), "", "")), options
+
+
+def client_from_url(url, field="url", opener=None):
+    """A PrometheusClient for a prometheus:// (or http(s)://) URL and its TLS options."""
+    base, options = parse_url(url, field)
+    try:
+        return PrometheusClient(
+            base,
+            ca_file=options.get("ca_file"),
+            cert_file=options.get("cert_file"),
+            key_file=options.get("key_file"),
+            validate_certs=options.get("validate_certs", True),
+            timeout=options.get("timeout", 30.0),
+            opener=opener,
+        )
+    except (OSError, ValueError) as exc:
+        raise PrometheusError("%s: %s" % (field, exc)) from None
+
+
 def _float(text):
     value = float(text)
     return None if math.isnan(value) or math.isinf(value) else value
@@ -512,3 +575,79 @@ def _cluster_sample(store, cluster, t, step, node_samples, counted, counts_by_no
         extra={"source": "prometheus", "nodes": [s["node"] for s in counted]},
         state=telemetry.aggregate_state(store, [s.get("state") for s in node_samples]),
     )
+
+
+# ------------------------------------------------------------------------------------------------ a roll's guards
+SIGNAL_WINDOW_S = 60.0
+"""The rate window of the client signals: one minute, as the coordinators' own one-minute rates."""
+
+
+def signal_queries(store, cluster, window):
+    """{name: PromQL} of the client-visible signals of a roll's guards (apply/guards.py), each by ``node``: the
+    requests served, the errors the clients were answered, and the latency they saw (Cassandra: the coordinators'
+    ClientRequest p99 of reads and writes, of the kinds served in the window; Redis: the mean time per command)."""
+    every = _selector(cluster)
+    if store == "cassandra":
+        requests = "tactician_cassandra_client_requests_total" + every
+        return {
+            "ops": "sum by (node) (rate(%s[%s]))" % (requests, window),
+            "errors": "sum by (node) (rate(tactician_cassandra_client_request_errors_total%s[%s]))" % (every, window),
+            "p99_us": (
+                "max by (node) (tactician_cassandra_client_request_latency_microseconds%s"
+                " and on (node, op) (rate(%s[%s]) > 0))"
+                % (_selector(cluster, 'op=~"read|write",quantile="0.99"'), requests, window)
+            ),
+        }
+    if store == "redis":
+        return {
+            "ops": "sum by (node) (rate(redis_commands_total%s[%s]))" % (every, window),
+            "seconds": "sum by (node) (rate(redis_commands_duration_seconds_total%s[%s]))" % (every, window),
+            "failed": "sum by (node) (rate(redis_commands_failed_calls_total%s[%s]))" % (every, window),
+            "rejected": "sum by (node) (rate(redis_commands_rejected_calls_total%s[%s]))" % (every, window),
+            "redirected": (
+                "sum by (node) (rate(redis_errors_total%s[%s]))" % (_selector(cluster, 'err=~"MOVED|ASK"'), window)
+            ),
+            "refused": "sum by (node) (rate(redis_rejected_connections_total%s[%s]))" % (every, window),
+        }
+    raise PrometheusError("store: %r has no client signals in Prometheus; allowed: cassandra, redis" % (store,))
+
+
+def client_signals(client, store, cluster, nodes=None, window_s=SIGNAL_WINDOW_S, at=None):
+    """{node: {"p99_ms", "ops_per_s", "errors_per_s", "via": "prometheus"}} of every node of the cluster that
+    Prometheus scrapes (guards.combine takes it as the stores' own readings), or {node: {"error": text}} for a node
+    of nodes (names as the series label them) with no series. A query Prometheus refuses raises PrometheusError."""
+    window = "%ds" % max(1, int(round(window_s)))
+    answers = {name: client.query(query, at) for name, query in signal_queries(store, cluster, window).items()}
+    values = {
+        name: {row["metric"].get("node"): row["value"][1] for row in rows if row["metric"].get("node")}
+        for name, rows in answers.items()
+    }
+    out = {}
+    for node in sorted(set(values["ops"]) | set(nodes or ())):
+        ops = values["ops"].get(node)
+        if ops is None:
+            out[node] = dict(error="no series of this node in Prometheus over the last %s" % window)
+            continue
+        if store == "cassandra":
+            p99 = values["p99_us"].get(node)
+            errors = values["errors"].get(node)
+            out[node] = dict(
+                p99_ms=None if p99 is None else round(p99 / 1000.0, 3),
+                ops_per_s=round(ops, 3),
+                errors_per_s=None if errors is None else round(errors, 3),
+                via="prometheus",
+            )
+        else:
+            seconds = values["seconds"].get(node)
+            parts = [values[name].get(node) for name in ("failed", "rejected", "refused")]
+            known = [value for value in parts if value is not None]
+            errors = None
+            if known:
+                errors = max(0.0, sum(known) - (values["redirected"].get(node) or 0.0))
+            out[node] = dict(
+                p99_ms=None if seconds is None or not ops else round(1000.0 * seconds / ops, 3),
+                ops_per_s=round(ops, 3),
+                errors_per_s=None if errors is None else round(errors, 3),
+                via="prometheus",
+            )
+    return out

@@ -98,3 +98,40 @@ def test_client_signals_from_the_counters():
     assert redis_adapter.signals_between(before, after) == {"p99_ms": 0.002, "ops_per_s": 200.0, "errors_per_s": 1.0}
     restarted = dict(after, calls=5)
     assert redis_adapter.signals_between(after, restarted) is None
+
+
+def test_the_guard_reads_the_clients_from_prometheus_when_it_is_given(monkeypatch):
+    """guard_prometheus: one query for the cluster, the nodes of the roll kept, none of them asked for counters."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import prometheus
+
+    asked = []
+
+    def signals(client, store, cluster, nodes=None, window_s=60.0, at=None):
+        asked.append((store, cluster))
+        return {
+            "127.0.0.1:6391": dict(p99_ms=0.1, ops_per_s=900.0, errors_per_s=0.0, via="prometheus"),
+            "127.0.0.1:6392": dict(p99_ms=0.2, ops_per_s=100.0, errors_per_s=50.0, via="prometheus"),
+            "127.0.0.9:6391": dict(p99_ms=99.0, ops_per_s=100.0, errors_per_s=100.0, via="prometheus"),
+        }
+
+    monkeypatch.setattr(prometheus, "client_signals", signals)
+    node = _node(
+        monkeypatch,
+        {},
+        peers=["127.0.0.1:6392"],
+        guard={"error_rate": 0.01, "max_wait_s": 0},
+        guard_prometheus={"url": "prometheus://127.0.0.1:9390", "cluster": "cache"},
+    )
+    monkeypatch.setattr(redis_adapter, "cluster_views", lambda params, nodes: {})
+    monkeypatch.setattr(redis_adapter, "problems_of", lambda views: [])
+    with pytest.raises(guards.ClusterNotReady, match=r"client error rate 4\.76 % above 1\.00 %") as stopped:
+        node.check_before_stop()
+    assert asked == [("redis", "cache")]
+    assert stopped.value.seen["signals"]["via"] == "prometheus"
+    assert sorted(stopped.value.seen["signals"]["nodes"]) == ["127.0.0.1:6391", "127.0.0.1:6392"]
+    # Prometheus not answering: the signals are unknown, and the guard stops the roll when they stay so
+    monkeypatch.setattr(
+        prometheus, "client_signals", lambda *a, **k: (_ for _ in ()).throw(prometheus.PrometheusError("down"))
+    )
+    with pytest.raises(guards.ClusterNotReady, match=r"the client signals could not be read"):
+        node.check_before_stop()

@@ -261,3 +261,81 @@ def test_window_reads_the_window_that_ends_now_off_the_grid(tmp_path):
         HistoryError, match=r"^cluster: http://127.0.0.1:9390 holds no cassandra series of cluster 'lab'"
     ):
         empty.window("cassandra", "lab", 20)
+
+
+class InstantServer(FakeServer):
+    """Instant queries: the series of the name found first, at the query's time."""
+
+    def open(self, url, timeout=None):
+        parts = urllib.parse.urlsplit(url)
+        params = dict(urllib.parse.parse_qsl(parts.query))
+        self.queries.append((parts.path, params))
+        if self.fail:
+            raise self.fail
+        query = params["query"]
+        found = sorted((query.index(n), -len(n), n) for n in self.series if n in query)
+        rows = [
+            {"metric": labels, "value": [1000.0, str(value)]}
+            for labels, value in (self.series.get(found[0][2], []) if found else [])
+        ]
+        return io.BytesIO(json.dumps({"status": "success", "data": {"result": rows}}).encode())
+
+
+def test_client_signals_of_cassandra_nodes_from_the_coordinators_series():
+    server = InstantServer(
+        {
+            "sum by (node) (rate(tactician_cassandra_client_requests_total": [
+                ({"node": NODES[0]}, 500.0),
+                ({"node": NODES[1]}, 0.0),
+            ],
+            "tactician_cassandra_client_request_errors_total": [({"node": NODES[0]}, 5.0)],
+            "tactician_cassandra_client_request_latency_microseconds": [({"node": NODES[0]}, 12500.0)],
+        }
+    )
+    client = prometheus.PrometheusClient("http://127.0.0.1:9390", opener=server)
+    found = prometheus.client_signals(client, "cassandra", "lab", nodes=[NODES[0], NODES[1], "127.0.0.3:9042"])
+    assert found[NODES[0]] == dict(p99_ms=12.5, ops_per_s=500.0, errors_per_s=5.0, via="prometheus")
+    assert found[NODES[1]]["p99_ms"] is None and found[NODES[1]]["errors_per_s"] is None
+    assert found["127.0.0.3:9042"] == {"error": "no series of this node in Prometheus over the last 60s"}
+    queries = [p["query"] for _path, p in server.queries]
+    assert all('cluster="lab"' in q and "[60s]" in q for q in queries)
+
+
+def test_client_signals_of_redis_nodes_leave_redirections_out():
+    node = "127.0.0.1:6381"
+    server = InstantServer(
+        {
+            "sum by (node) (rate(redis_commands_total": [({"node": node}, 1000.0)],
+            "redis_commands_duration_seconds_total": [({"node": node}, 0.05)],
+            "redis_commands_failed_calls_total": [({"node": node}, 12.0)],
+            "redis_commands_rejected_calls_total": [({"node": node}, 1.0)],
+            "redis_errors_total": [({"node": node}, 10.0)],
+        }
+    )
+    client = prometheus.PrometheusClient("http://127.0.0.1:9390", opener=server)
+    found = prometheus.client_signals(client, "redis", "cache")
+    assert found == {node: dict(p99_ms=0.05, ops_per_s=1000.0, errors_per_s=3.0, via="prometheus")}
+    with pytest.raises(prometheus.PrometheusError, match=r"^store: 'mongodb' has no client signals in Prometheus"):
+        prometheus.client_signals(client, "mongodb", "x")
+
+
+@pytest.mark.parametrize(
+    "url, base, options",
+    [
+        ("prometheus://127.0.0.1:9390", "http://127.0.0.1:9390", {}),
+        (
+            "prometheus+https://p.example:9090/prom/?ca_file=/ca.pem",
+            "https://p.example:9090/prom",
+            {"ca_file": "/ca.pem"},
+        ),
+        ("http://127.0.0.1:9390?timeout=5", "http://127.0.0.1:9390", {"timeout": 5.0}),
+        ("prometheus://h:1?validate_certs=no&step=15", "http://h:1", {"validate_certs": False, "step": 15.0}),
+    ],
+)
+def test_parse_url(url, base, options):
+    assert prometheus.parse_url(url) == (base, options)
+
+
+def test_parse_url_refuses_other_schemes_by_field():
+    with pytest.raises(prometheus.PrometheusError, match=r"^guard_prometheus.url: 'redis://h:1' is not prometheus://"):
+        prometheus.client_from_url("redis://h:1", "guard_prometheus.url")
