@@ -29,8 +29,11 @@ options:
     type: str
     default: Tactician report
   history:
-    description: History store to read the workload samples and the effects from.
-    type: path
+    description:
+      - History store to read the workload samples and the effects from (a file, C(sqlite://), C(postgresql://)).
+      - A C(prometheus://host:port?records=...) history gives dense series, a sample at every step (throughput,
+        read ratio, p99, CPU), with the effects from its records.
+    type: str
   cluster:
     description: Cluster name in the history.
     type: str
@@ -130,6 +133,18 @@ def build(p, write):
         if samples and write:
             images.append(report.plot_throughput(samples, path, marks=marks, title="%s: throughput" % p["cluster"]))
         sections.append(("Throughput over time", lines, path if samples else None))
+        if report.has_latency_or_cpu(samples):
+            path = os.path.join(p["out_dir"], "latency-cpu.png")
+            if write:
+                images.append(
+                    report.plot_latency_cpu(samples, path, marks=marks, title="%s: p99 and CPU" % p["cluster"])
+                )
+            source = "Prometheus" if any((s.get("extra") or {}).get("source") == "prometheus" for s in samples) else ""
+            lines = [
+                "- the p99 latency of each operation and the machines' CPU in use%s"
+                % (" (read from %s at every step)" % source if source else "")
+            ]
+            sections.append(("Latency and CPU over time", lines, path))
         for number, forecast_path in enumerate(p["forecast_files"]):
             sections.extend(_forecast_sections(forecast_path, number, samples, p["out_dir"], write, images))
         if records:
@@ -213,7 +228,7 @@ def main():
         argument_spec=dict(
             out_dir=dict(type="path", required=True),
             title=dict(type="str", default="Tactician report"),
-            history=dict(type="path"),
+            history=dict(type="str"),
             cluster=dict(type="str"),
             since=dict(type="raw"),
             plan_files=dict(type="list", elements="path", default=[]),

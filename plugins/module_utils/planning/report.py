@@ -83,12 +83,51 @@ def plot_throughput(samples, path, marks=(), title="Throughput over time"):
     )
     other.set_ylim(0, 1.05)
     other.set_ylabel("read ratio")
+    _marks(ax, marks)
+    return _save(fig, ax, path, title, dates=True)
+
+
+def _marks(ax, marks):
     for when, label in marks:
         moment = _when(when)
         ax.axvline(moment, color="tab:red", linestyle="--", alpha=0.8)
         ax.annotate(
             label, (moment, ax.get_ylim()[1] * 0.95), rotation=90, va="top", ha="right", fontsize=7, color="tab:red"
         )
+
+
+def has_latency_or_cpu(samples):
+    """Whether any sample holds a p99 latency or a CPU reading (what plot_latency_cpu draws)."""
+    return any(
+        (s.get("resources") or {}).get("cpu_pct") is not None
+        or any((points or {}).get("p99") is not None for points in (s.get("latency_ms") or {}).values())
+        for s in samples
+    )
+
+
+def plot_latency_cpu(samples, path, marks=(), title="p99 latency and CPU over time"):
+    """samples: the cluster's workload samples; the p99 latency of each operation that has one (ms, left axis) and
+    the CPU in use of the machines (percent, right axis), with marks [(time, label)] of applied steps."""
+    _need_plt()
+    if not samples:
+        raise ReportError("samples: no workload samples to plot; run observe (or autotune) first")
+    times = [_when(s["time"]) for s in samples]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    ops = sorted({op for s in samples for op, points in (s.get("latency_ms") or {}).items() if points.get("p99")})
+    for op in ops:
+        values = [((s.get("latency_ms") or {}).get(op) or {}).get("p99") for s in samples]
+        ax.plot(times, [v if v is not None else float("nan") for v in values], label="p99 %s (ms)" % op)
+    ax.set_ylabel("p99 latency (ms)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    other = ax.twinx()
+    cpu = [(s.get("resources") or {}).get("cpu_pct") for s in samples]
+    other.plot(times, [v if v is not None else float("nan") for v in cpu], color="tab:gray", alpha=0.6, label="CPU %")
+    other.set_ylim(0, 105)
+    other.set_ylabel("CPU in use (%)")
+    _marks(ax, marks)
+    if ops:
+        ax.legend(loc="upper left", fontsize=7)
     return _save(fig, ax, path, title, dates=True)
 
 

@@ -64,3 +64,20 @@ def test_report_plots_kept_forecasts_against_the_samples(tmp_path):
     (tmp_path / "bad.json").write_text("[1, 2]")
     with pytest.raises(report.ReportError, match="forecast_files: .*bad.json holds no forecast"):
         report_module._forecast_sections(str(tmp_path / "bad.json"), 1, samples, str(tmp_path), False, [])
+
+
+def test_latency_and_cpu_are_plotted_when_the_samples_hold_them(tmp_path):
+    samples = [
+        {
+            "time": 1_800_000_000 + 30 * i,
+            "latency_ms": {"read": {"p50": 1.0, "p99": 4.0 + i}, "update": {"p99": None}},
+            "resources": {"cpu_pct": 40.0 + i},
+        }
+        for i in range(10)
+    ]
+    assert report.has_latency_or_cpu(samples)
+    assert not report.has_latency_or_cpu([{"time": 1, "latency_ms": {}, "resources": {"cpu_pct": None}}])
+    path = report.plot_latency_cpu(samples, str(tmp_path / "l.png"), marks=[(1_800_000_120, "step 0")])
+    assert open(path, "rb").read()[:4] == b"\x89PNG"
+    with pytest.raises(report.ReportError, match="samples: no workload samples"):
+        report.plot_latency_cpu([], str(tmp_path / "x.png"))
