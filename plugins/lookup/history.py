@@ -12,6 +12,10 @@ description:
   - C(kind=samples) gives the samples, oldest first; C(kind=transitions) the configuration changes as
     C(time), C(node), C(from_config_id), C(to_config_id); C(kind=configs) the configuration log with each
     entry's C(config).
+  - C(kind=plans) gives the plans kept by M(tactician.nosql.plan_record) (C(cluster), C(plan_file), C(plan)),
+    oldest first; C(kind=applied) the configuration autotune applied last (one record, or none);
+    C(kind=effects) the realized effects M(tactician.nosql.effect) recorded. With a history that controllers
+    share, these are every controller's.
   - With several clusters the lists are joined in the order of the terms.
   - Only reads. A history file that does not exist is an error; the lookup never creates one.
 version_added: 0.1.0
@@ -28,7 +32,7 @@ options:
       - The history file, or a URL (C(sqlite:///absolute/path)).
       - Or a PostgreSQL URL C(postgresql://user@host:5432/database?sslmode=verify-full&...), its password from
         libpq's password file or E(PGPASSWORD) (never in the URL).
-      - Or C(prometheus://host:port?records=PATH_OR_URL) (C(prometheus+https://) with TLS): samples read from a
+      - Or C(prometheus://host:port?records=PATH_OR_URL) (C(prometheus+https://) with TLS) - samples read from a
         Prometheus server at every T_d step (docs/monitoring.md), configurations and state kept in the C(records)
         history.
       - Defaults to E(TACTICIAN_HISTORY) when set, else C(~/.local/share/tactician/history.sqlite3).
@@ -38,8 +42,15 @@ options:
   kind:
     description: What to read.
     type: str
-    choices: [samples, transitions, configs]
+    choices: [samples, transitions, configs, plans, applied, effects]
     default: samples
+  missing:
+    description:
+      - What a history file that does not exist gives - V(error), or V(empty) (nothing recorded yet, as on a
+        cluster's first run).
+    type: str
+    choices: [error, empty]
+    default: error
   store:
     description: Only samples of this store (C(kind=samples) only).
     type: str
@@ -82,6 +93,12 @@ EXAMPLES = r"""
   ansible.builtin.debug:
     msg: "{{ query('tactician.nosql.history', 'lab', kind='transitions', since='2026-05-01T00:00:00Z', last=0) }}"
 
+- name: The plans every controller sharing the history made for cluster orders, and the configuration applied last
+  ansible.builtin.debug:
+    msg:
+      plans: "{{ query('tactician.nosql.history', 'orders', path=shared_history, kind='plans', field='plan_file') }}"
+      applied: "{{ query('tactician.nosql.history', 'orders', path=shared_history, kind='applied', missing='empty') }}"
+
 - name: A history file elsewhere
   ansible.builtin.debug:
     msg: "{{ query('tactician.nosql.history', 'lab', path='sqlite:///srv/tactician/history.sqlite3', last=1) }}"
@@ -101,13 +118,15 @@ import os
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects, plan_history
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import (
     default_history_path,
     local_file,
     open_history,
 )
 
-KINDS = ("samples", "transitions", "configs")
+KINDS = ("samples", "transitions", "configs", "plans", "applied", "effects")
+MISSING = ("error", "empty")
 
 
 def _pluck(entry, field):
@@ -134,6 +153,7 @@ def history_lookup(
     until=None,
     field=None,
     window_s=None,
+    missing="error",
 ):
     """What the history lookup returns for terms (cluster names); errors as AnsibleLookupError."""
     if not terms:
@@ -142,8 +162,12 @@ def history_lookup(
         raise AnsibleLookupError("history: kind %r is not known; allowed: %s" % (kind, ", ".join(KINDS)))
     if not isinstance(last, int) or isinstance(last, bool) or last < 0:
         raise AnsibleLookupError("history: last %r is not a whole number >= 0 (0 keeps all)" % (last,))
+    if missing not in MISSING:
+        raise AnsibleLookupError("history: missing %r is not known; allowed: %s" % (missing, ", ".join(MISSING)))
     path = path or default_history_path()
     local = local_file(path)
+    if local is not None and not os.path.exists(local) and missing == "empty":
+        return []
     if local is not None and not os.path.exists(local):
         raise AnsibleLookupError(
             "history: the history file %s does not exist (set path= or TACTICIAN_HISTORY to the file that the"
@@ -161,6 +185,14 @@ def history_lookup(
                     found = history.samples(
                         store=store, cluster=cluster, node=node, since=since, until=until, last=last, window_s=window_s
                     )
+                elif kind == "plans":
+                    found = plan_history.plans(history, cluster)
+                    found = found[-last:] if last else found
+                elif kind == "applied":
+                    found = [r for r in [plan_history.applied(history, cluster)] if r]
+                elif kind == "effects":
+                    found = effects.effects(history, cluster)
+                    found = found[-last:] if last else found
                 elif kind == "configs":
                     found = history.config_log(cluster, node=node, since=since, until=until, last=last)
                     for entry in found:
@@ -182,6 +214,6 @@ class LookupModule(LookupBase):
         self.set_options(var_options=variables, direct=kwargs)
         options = {
             name: self.get_option(name)
-            for name in ("path", "kind", "store", "node", "last", "since", "until", "field", "window_s")
+            for name in ("path", "kind", "store", "node", "last", "since", "until", "field", "window_s", "missing")
         }
         return history_lookup(terms, **options)

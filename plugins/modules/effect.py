@@ -112,7 +112,7 @@ options:
       - History store to keep the record in (a SQLite path or C(sqlite:///path)); none returns it only.
       - Or a PostgreSQL URL C(postgresql://user@host/database?sslmode=verify-full&...) that several controllers
         share, its password from libpq's password file or E(PGPASSWORD) (never in the URL).
-      - Or C(prometheus://host:port?records=PATH_OR_URL) (C(prometheus+https://) with TLS): samples read from a
+      - Or C(prometheus://host:port?records=PATH_OR_URL) (C(prometheus+https://) with TLS) - samples read from a
         Prometheus server at every T_d step (docs/monitoring.md), configurations and state kept in the C(records)
         history.
     type: path

@@ -119,7 +119,7 @@ options:
       - History store to write to (a SQLite path or C(sqlite:///path)); nothing is written when unset.
       - Or a PostgreSQL URL C(postgresql://user@host/database?sslmode=verify-full&...) that several controllers
         share, its password from libpq's password file or E(PGPASSWORD) (never in the URL).
-      - Or C(prometheus://host:port?records=PATH_OR_URL) (C(prometheus+https://) with TLS): samples read from a
+      - Or C(prometheus://host:port?records=PATH_OR_URL) (C(prometheus+https://) with TLS) - samples read from a
         Prometheus server at every T_d step (docs/monitoring.md), configurations and state kept in the C(records)
         history.
     type: str
@@ -128,14 +128,14 @@ options:
       - C(poll) takes the window's snapshots from the nodes themselves, for O(duration) seconds.
       - C(prometheus) reads the window that ends now from the Prometheus server of O(history) (a
         C(prometheus://) URL) and returns at once, with no connection to the nodes; every node of O(cluster) that
-        Prometheus scrapes is in the result (O(nodes), when given, keeps only those). Nothing is written: the
+        Prometheus scrapes is in the result (O(nodes), when given, keeps only those). Nothing is written, as the
         samples already are in Prometheus. The fields and their queries are in docs/monitoring.md.
     type: str
     choices: [poll, prometheus]
     default: poll
   ago:
     description:
-      - With O(source=prometheus), the window ends this many seconds before now (an observation of the past:
+      - With O(source=prometheus), the window ends this many seconds before now (an observation of the past;
         autotune reads its sub-windows before a roll this way, at once).
     type: float
     default: 0

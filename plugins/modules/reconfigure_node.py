@@ -183,7 +183,7 @@ options:
     type: dict
   guard_prometheus:
     description:
-      - Read the client-visible signals of O(guard) from a Prometheus server instead of asking every node: one
+      - Read the client-visible signals of O(guard) from a Prometheus server instead of asking every node - one
         query for the whole cluster, and it reaches nodes whose JMX or stats are local to their host. Cassandra's
         from the JMX exporter agent (the coordinators' ClientRequest counts, errors and p99), Redis's from the
         Redis exporter (calls, failed and rejected calls less MOVED/ASK, refused connections, time per call), over

@@ -125,3 +125,88 @@ def test_controllers_opening_a_new_database_at_once_migrate_it_once(pgpass, monk
     with history_store.open_history(raced, readonly=True) as store:
         rows = store._execute("SELECT version FROM schema_version").fetchall()
         assert [row[0] for row in rows] == [history_store.SCHEMA_VERSION]
+
+
+SHARED_PLAYBOOK = """
+- name: One controller's view of the shared history, through autotune's own variables
+  hosts: localhost
+  gather_facts: false
+  vars_files:
+    - {root}/playbooks/vars/autotune.yml
+  tasks:
+    - name: Keep the plan in the history the controllers share
+      tactician.nosql.plan_record:
+        history: "{{{{ _at_history }}}}"
+        cluster: "{{{{ _at_cluster }}}}"
+        plan_file: "{{{{ plan_to_keep }}}}"
+      when: plan_to_keep is defined
+
+    - name: Keep the configuration applied in the history the controllers share
+      tactician.nosql.plan_record:
+        history: "{{{{ _at_history }}}}"
+        cluster: "{{{{ _at_cluster }}}}"
+        applied: >-
+          {{{{ lookup('tactician.nosql.plan_file', plan_to_keep) | tactician.nosql.plan_applied(0, {{}},
+               cluster=_at_cluster, plan=plan_to_keep) }}}}
+      when: plan_to_keep is defined
+
+    - name: What this controller sees
+      ansible.builtin.set_fact:
+        seen:
+          share: "{{{{ _at_share }}}}"
+          current: "{{{{ _at_applied.configuration if _at_applied else {{}} }}}}"
+          source: "{{{{ _at_current_source }}}}"
+          plans: >-
+            {{{{ query('tactician.nosql.history', _at_cluster, path=_at_history, kind='plans', field='plan_file') }}}}
+          effects: "{{{{ query('tactician.nosql.history', _at_cluster, path=_at_history, kind='effects') | length }}}}"
+"""
+
+
+def test_two_controllers_in_two_directories_see_each_others_plans_effects_and_applied_configuration(pgpass, tmp_path):
+    """Two controllers with their own plans directories and one PostgreSQL history: what the first plans and
+    applies, the second plans from (autotune's _at_applied), without a file of the first."""
+    from ansible_run import run_playbook
+    from testlib import example_plan
+
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
+
+    url = pgpass.url()
+    playbook = tmp_path / "shared.yml"
+    playbook.write_text(SHARED_PLAYBOOK.format(root=ROOT))
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(
+        "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
+        "      ansible_python_interpreter: %s\n" % sys.executable
+    )
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    (first_dir / "plans").mkdir(parents=True)
+    (second_dir / "plans").mkdir(parents=True)
+    plan = example_plan()
+    plan_path = str(first_dir / "plans" / "orders-20261205T101500.yml")
+    planfile.save_plan(plan_path, plan)
+    with history_store.open_history(url) as store:
+        store.save_state("effect/orders/%s/0" % plan["created"], {"verdict": "valid", "cluster": "orders"})
+    common = {"tactician_history": url, "tactician_cluster_name": "orders", "tactician_store": "cassandra"}
+
+    first = run_playbook(
+        str(playbook),
+        str(inventory),
+        dict(common, tactician_plans_dir=str(first_dir / "plans"), plan_to_keep=plan_path),
+    )
+    assert first.returncode == 0, first.stderr
+    assert first.task("Keep the plan in the history the controllers share")["changed"]
+    second = run_playbook(str(playbook), str(inventory), dict(common, tactician_plans_dir=str(second_dir / "plans")))
+    assert second.returncode == 0, second.stderr
+    seen = second.task("What this controller sees")["ansible_facts"]["seen"]
+    expected = planfile.applied_configuration(plan, 0, {})
+    assert seen["share"] is True and seen["current"] == expected
+    assert seen["source"].startswith("the history postgresql://") and "password" not in seen["source"]
+    assert seen["plans"] == ["orders-20261205T101500.yml"] and int(seen["effects"]) == 1
+    assert not os.listdir(second_dir / "plans"), "the second controller needed no file of the first"
+    again = run_playbook(
+        str(playbook),
+        str(inventory),
+        dict(common, tactician_plans_dir=str(first_dir / "plans"), plan_to_keep=plan_path),
+    )
+    assert again.returncode == 0, again.stderr
+    assert not again.task("Keep the plan in the history the controllers share")["changed"], "kept once"

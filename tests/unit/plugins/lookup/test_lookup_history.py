@@ -107,8 +107,10 @@ def test_default_path_from_the_environment(path, monkeypatch):
 
 
 def test_bad_options(path):
-    with pytest.raises(AnsibleLookupError, match=r"history: kind 'plans' is not known; allowed: samples, transitions"):
-        history_lookup(["lab"], path=path, kind="plans")
+    with pytest.raises(AnsibleLookupError, match=r"history: kind 'plan' is not known; allowed: samples, transitions"):
+        history_lookup(["lab"], path=path, kind="plan")
+    with pytest.raises(AnsibleLookupError, match=r"history: missing 'skip' is not known; allowed: error, empty"):
+        history_lookup(["lab"], path=path, missing="skip")
     with pytest.raises(AnsibleLookupError, match=r"history: give at least one cluster name"):
         history_lookup([], path=path)
     with pytest.raises(AnsibleLookupError, match=r"history: last -2 is not a whole number"):
