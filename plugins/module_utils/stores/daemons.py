@@ -39,7 +39,8 @@ def config_newer_than_process(pid_file, files):
 
 
 # The daemon parameters that shape a process's command line (not its files): a change restarts it, as a file's does.
-START_KEYS = ("java", "heap_size", "jvm_options", "fast_start")
+# argv and environment: a monitoring process's (telemetry/monitoring.py).
+START_KEYS = ("java", "heap_size", "jvm_options", "fast_start", "argv", "environment")
 
 
 def start_signature(params):

@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import sys
+
+import pytest
+
+from ansible_collections.tactician.nosql.plugins.module_utils.core import process
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import digest_file
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import monitoring
+from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.monitoring import (
+    MonitoringError,
+    exporter_daemon,
+)
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def web(tmp_path):
+    """Parameters of a small HTTP server (Python's http.server) run as the monitoring process; stopped after."""
+    port = _free_port()
+    config = tmp_path / "server.yml"
+    config.write_text("a: 1\n")
+    params = dict(
+        name="web",
+        state="started",
+        argv=[sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)],
+        pid_file=str(tmp_path / "run" / "web.pid"),
+        log_file=None,
+        environment={"WEB_SECRET": "s3cret-value"},
+        config_files=[str(config)],
+        ready_url="http://127.0.0.1:%d/" % port,
+        start_timeout=30,
+        stop_timeout=10,
+        restart_on_change=True,
+    )
+    yield params
+    pid = process.read_pid(params["pid_file"])
+    if pid and process.pid_alive(pid):
+        process.terminate(pid, timeout=10)
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (dict(name=""), "name"),
+        (dict(argv=[]), "argv"),
+        (dict(argv=["/nonexistent/exporter"]), "argv"),
+        (dict(argv=["true", ""]), "argv"),
+        (dict(ready_url="https://127.0.0.1:9/"), "ready_url"),
+        (dict(ready_url="http://203.0.113.7:9100/"), "ready_url"),
+        (dict(environment={"A=B": "x"}), "environment"),
+        (dict(environment={"A": ["x"]}), "environment"),
+        (dict(start_timeout=0), "start_timeout"),
+        (dict(config_files=["/nonexistent/prometheus.yml"]), "config_files"),
+    ],
+)
+def test_bad_parameters_name_the_field(web, change, field):
+    with pytest.raises(MonitoringError, match="^%s: " % field):
+        exporter_daemon(dict(web, **change))
+
+
+def test_check_mode_plans_a_start_and_starts_nothing(web):
+    result = exporter_daemon(dict(web, config_files=["/not/written/yet.yml"]), check_mode=True)
+    assert result["changed"] and result["actions"] == ["start"]
+    assert not os.path.exists(web["pid_file"])
+
+
+def test_start_is_ready_idempotent_and_keeps_secrets_out_of_argv(web):
+    started = exporter_daemon(web)
+    assert started["changed"] and started["actions"] == ["start"]
+    pid = started["pid"]
+    assert monitoring.http_ready(web["ready_url"])
+    assert not any("s3cret" in arg for arg in process.pid_cmdline(pid))
+    with open("/proc/%d/environ" % pid, "rb") as handle:
+        assert b"WEB_SECRET=s3cret-value" in handle.read().split(b"\0")
+    assert stat.S_IMODE(os.stat(digest_file(web["pid_file"])).st_mode) == 0o600
+
+    again = exporter_daemon(web)
+    assert again["changed"] is False and again["pid"] == pid
+    assert exporter_daemon(web, check_mode=True)["changed"] is False
+
+
+def test_a_changed_config_file_or_environment_restarts(web):
+    first = exporter_daemon(web)["pid"]
+    with open(web["config_files"][0], "w") as handle:
+        handle.write("a: 2\n")
+    planned = exporter_daemon(web, check_mode=True)
+    assert planned["changed"] and planned["actions"] == ["stop", "start"]
+    second = exporter_daemon(web)
+    assert second["actions"] == ["stop", "start"] and second["pid"] != first and not process.pid_alive(first)
+    third = exporter_daemon(dict(web, environment={"WEB_SECRET": "other"}))
+    assert third["actions"] == ["stop", "start"]
+    kept = exporter_daemon(dict(web, environment={"WEB_SECRET": "changed-again"}, restart_on_change=False))
+    assert kept["changed"] is False and kept["pid"] == third["pid"]
+
+
+def test_stop_then_stop_again(web):
+    pid = exporter_daemon(web)["pid"]
+    stopped = exporter_daemon(dict(web, state="stopped"))
+    assert stopped["changed"] and stopped["actions"] == ["stop"] and stopped["pid"] is None
+    assert not process.pid_alive(pid) and not os.path.exists(web["pid_file"])
+    assert exporter_daemon(dict(web, state="stopped"))["changed"] is False
+
+
+def test_restarted_always_restarts(web):
+    pid = exporter_daemon(web)["pid"]
+    result = exporter_daemon(dict(web, state="restarted"))
+    assert result["actions"] == ["stop", "start"] and result["pid"] != pid
+
+
+def test_a_process_that_exits_at_once_fails_naming_argv(web, tmp_path):
+    params = dict(web, argv=[sys.executable, "-c", "import sys; print('no port for me'); sys.exit(3)"])
+    with pytest.raises(MonitoringError, match="^argv: web: process .* exited") as info:
+        exporter_daemon(params)
+    assert "no port for me" in str(info.value)
+    assert not os.path.exists(web["pid_file"])
+
+
+def test_a_process_that_never_answers_fails_naming_ready_url(web):
+    params = dict(web, argv=[sys.executable, "-c", "import time; time.sleep(60)"], start_timeout=1)
+    with pytest.raises(MonitoringError, match="^ready_url: web: timed out"):
+        exporter_daemon(params)
+    assert not os.path.exists(web["pid_file"])
