@@ -22,13 +22,24 @@ CASSANDRA_HOME = os.path.join(ROOT, ".lab", "cassandra-5.0.9")
 PLAYBOOKS = os.path.join(ROOT, "tests", "integration", "playbooks")
 REDIS_NODES = ["127.0.0.1:%d" % port for port in range(6391, 6397)]
 MEMORY_GROUP = "cassandra-127.0.0.11-9042"
+# The test inventory's monitoring stack (group monitoring): Prometheus, node exporter, Redis exporter, and the
+# Cassandra node's JMX exporter agent on the node's own address.
+PROMETHEUS = "http://127.0.0.1:9391"
+MONITORING_PORTS = [("127.0.0.1", 9391), ("127.0.0.1", 9401), ("127.0.0.1", 9122), ("127.0.0.11", 9501)]
 CASSANDRA_LOGIN = dict(login_hosts=["127.0.0.11"], login_user="cassandra", login_password="cassandra")
 
 
 def _pid_files():
-    return glob.glob(os.path.join(LAB_DIR, "cassandra", "*", "cassandra.pid")) + glob.glob(
-        os.path.join(LAB_DIR, "redis", "*", "redis.pid")
+    return (
+        glob.glob(os.path.join(LAB_DIR, "cassandra", "*", "cassandra.pid"))
+        + glob.glob(os.path.join(LAB_DIR, "redis", "*", "redis.pid"))
+        + _monitoring_pid_files()
     )
+
+
+def _monitoring_pid_files():
+    """Prometheus's and the exporters' PID files (roles prometheus_server, prometheus_*_exporter)."""
+    return glob.glob(os.path.join(LAB_DIR, "monitoring", "*", "*.pid"))
 
 
 def _running():
@@ -50,6 +61,9 @@ def clusters():
         down = run_playbook("playbooks/lab_down.yml", INVENTORY)
         assert down.returncode == 0, down.stderr + str(down.data)[-4000:]
         assert _running() == [], "processes left running after lab_down: %s" % _running()
+        assert len(_monitoring_pid_files()) == 0, "lab_down left monitoring PID files: %s" % _monitoring_pid_files()
+        listening = [port for host, port in MONITORING_PORTS if process.port_open(host, port)]
+        assert listening == [], "monitoring ports still answer after lab_down: %s" % listening
         assert not cgroups.MemoryGroup(MEMORY_GROUP).exists(), "the node's memory group is left after lab_down"
 
 
@@ -85,6 +99,88 @@ def test_lab_up_check_mode_changes_nothing(clusters):
     check = run_playbook("playbooks/lab_up.yml", INVENTORY, check=True)
     assert check.returncode == 0, check.stderr
     assert check.changed() == 0, check.stats
+
+
+def _prometheus(path, **query):
+    """GET a Prometheus API path on the test inventory's server (no proxy); its data."""
+    import json
+    import urllib.parse
+    import urllib.request
+
+    url = PROMETHEUS + path + ("?" + urllib.parse.urlencode(query) if query else "")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=10) as response:
+        body = json.load(response)
+    assert body["status"] == "success", body
+    return body["data"]
+
+
+def _eventually(probe, what, timeout=180):
+    """probe()'s first truthy value; Prometheus scrapes every 5 s, so a new series shows after a scrape or two. The
+    deadline only bounds the wait on a stuck stack: it is no assertion on how fast anything is."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(2)
+    raise AssertionError("%s: not seen within %d s; last answer: %r" % (what, timeout, last))
+
+
+def test_prometheus_scrapes_every_node_with_its_labels(clusters):
+    def all_up():
+        targets = _prometheus("/api/v1/targets")["activeTargets"]
+        return targets if len(targets) == 8 and all(t["health"] == "up" for t in targets) else None
+
+    targets = _eventually(all_up, "every target up")
+    labels = sorted(
+        (t["labels"]["job"], t["labels"].get("cluster"), t["labels"]["node"], t["scrapeUrl"]) for t in targets
+    )
+    assert labels[0] == ("cassandra", "cassandra", "127.0.0.11:9042", "http://127.0.0.11:9501/metrics")
+    assert labels[1] == ("node", None, "localhost", "http://127.0.0.1:9401/metrics")
+    assert labels[2:] == [
+        ("redis", "redis", node, "http://127.0.0.1:9122/scrape?target=redis%3A%2F%2F" + node.replace(":", "%3A"))
+        for node in REDIS_NODES
+    ]
+
+
+def test_prometheus_holds_the_stores_and_the_machines_series(clusters):
+    cluster, session = cql.connect(dict(CASSANDRA_LOGIN))
+    try:
+        session.execute(
+            "CREATE KEYSPACE IF NOT EXISTS it_monitoring WITH replication = {'class': 'SimpleStrategy', "
+            "'replication_factor': 1}"
+        )
+        session.execute("CREATE TABLE IF NOT EXISTS it_monitoring.t (k int PRIMARY KEY, v text)")
+        for key in range(20):
+            session.execute("INSERT INTO it_monitoring.t (k, v) VALUES (%s, 'v')", (key,))
+            session.execute("SELECT v FROM it_monitoring.t WHERE k = %s", (key,))
+
+        def series(query):
+            return lambda: _prometheus("/api/v1/query", query=query)["result"]
+
+        requests = _eventually(
+            series('tactician_cassandra_coordinator_requests_total{keyspace="it_monitoring",table="t"}'),
+            "Cassandra's coordinator requests",
+        )
+        by_op = {r["metric"]["op"]: r["metric"] for r in requests}
+        assert {"read", "write"} <= set(by_op)
+        assert by_op["read"]["node"] == "127.0.0.11:9042" and by_op["read"]["cluster"] == "cassandra"
+        assert _eventually(series('process_cpu_seconds_total{job="cassandra"}'), "the Cassandra node's CPU")
+        assert not _prometheus("/api/v1/query", query='jvm_threads_current{job="cassandra"}')["result"]
+
+        commands = _eventually(series("redis_commands_total"), "Redis command counts")
+        assert {r["metric"]["node"] for r in commands} == set(REDIS_NODES)
+        assert all(r["metric"]["cluster"] == "redis" and r["metric"]["cmd"] for r in commands)
+
+        cpu = _eventually(series('node_cpu_seconds_total{mode="idle"}'), "the machine's CPU")
+        assert {r["metric"]["node"] for r in cpu} == {"localhost"}
+    finally:
+        session.execute("DROP KEYSPACE IF EXISTS it_monitoring")
+        cluster.shutdown()
 
 
 def test_keyspace_check_run_again_then_server(clusters):
