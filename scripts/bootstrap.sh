@@ -2,7 +2,8 @@
 # Installs everything the project needs on a fresh Debian 12 machine, and nothing twice:
 #   - Debian packages: Redis (server + tools), Java 17 (JDK: the load driver compiles its bindings), Maven, rsync,
 #     OpenSSH's server (the foreign-cluster tests' hosts), R with the irace package (the race module's
-#     optional irace backend), and PostgreSQL's server (the shared history's tests start one of their own);
+#     optional irace backend), PostgreSQL's server (the shared history's tests start one of their own), and
+#     Prometheus with its node and Redis exporters (the monitoring stack of the lab, docs/monitoring.md);
 #   - a Python virtual environment in .venv with the pinned requirements.txt;
 #   - the collection link .collections/ansible_collections/tactician/nosql -> the checkout.
 # The Cassandra jars are resolved from Maven Central by the cassandra_node role when a node is first started.
@@ -21,6 +22,12 @@ command -v rsync >/dev/null 2>&1 || need_apt+=(rsync)
 Rscript -e 'library(irace)' >/dev/null 2>&1 || need_apt+=(r-cran-irace)
 # The shared history's tests start a PostgreSQL server of their own from the package's binaries.
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need_apt+=(postgresql)
+# The monitoring stack: the collection runs these binaries itself (role prometheus_server and the exporter roles)
+# on loopback ports of its own, and neither uses nor touches the packages' services (docs/monitoring.md names the
+# one port a running packaged service would share with the lab's defaults: 9121).
+[ -x /usr/bin/prometheus ] || need_apt+=(prometheus)
+[ -x /usr/bin/prometheus-node-exporter ] || need_apt+=(prometheus-node-exporter)
+[ -x /usr/bin/prometheus-redis-exporter ] || need_apt+=(prometheus-redis-exporter)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: installing Debian packages: ${need_apt[*]}"
   sudo_cmd=()
