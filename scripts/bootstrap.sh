@@ -55,4 +55,19 @@ fi
 mkdir -p .collections/ansible_collections/tactician
 ln -sfn ../../.. .collections/ansible_collections/tactician/nosql
 mkdir -p .ansible/tmp
-echo "bootstrap: ready ($(.venv/bin/ansible --version | sed -n 1p), $(java -version 2>&1 | head -n1), $(redis-server --version | cut -d' ' -f1-3))"
+# FerretDB, the MongoDB-compatible server of the MongoDB tests (docs/testing-mongodb.md): built with Go from
+# tests/ferretdb into .lab/ferretdb (about 1.5 minutes the first time, reused after). Without Go it is skipped here
+# and the FerretDB tests skip, saying why.
+ferretdb_rc=0
+ferretdb_log=.lab/ferretdb-build.log
+mkdir -p .lab
+if scripts/build-ferretdb.sh --check 2>/dev/null; then :; elif [ $? -eq 1 ]; then
+  echo "bootstrap: building FerretDB with Go (about 1.5 minutes the first time; log $ferretdb_log)"
+fi
+scripts/build-ferretdb.sh >"$ferretdb_log" 2>&1 || ferretdb_rc=$?
+case $ferretdb_rc in
+  0) ferretdb="FerretDB $(tail -n1 "$ferretdb_log" | sed "s|^$root/||")" ;;
+  2) ferretdb="no FerretDB: $(tail -n1 "$ferretdb_log" | sed 's/^build-ferretdb: //')" ;;
+  *) echo "bootstrap: building FerretDB failed (scripts/build-ferretdb.sh):" >&2; tail -n 20 "$ferretdb_log" >&2; exit 1 ;;
+esac
+echo "bootstrap: ready ($(.venv/bin/ansible --version | sed -n 1p), $(java -version 2>&1 | head -n1), $(redis-server --version | cut -d' ' -f1-3), $ferretdb)"
