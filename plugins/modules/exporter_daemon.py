@@ -142,7 +142,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TacticianError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.module_support import fail
-from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.monitoring import STATES, exporter_daemon
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.exporters import STATES, exporter_daemon
 
 
 def main():

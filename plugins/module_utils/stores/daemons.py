@@ -39,7 +39,7 @@ def config_newer_than_process(pid_file, files):
 
 
 # The daemon parameters that shape a process's command line (not its files): a change restarts it, as a file's does.
-# argv and environment: a monitoring process's (telemetry/monitoring.py).
+# argv and environment: a monitoring process's (stores/exporters.py).
 START_KEYS = ("java", "heap_size", "jvm_options", "fast_start", "argv", "environment")
 
 

@@ -21,7 +21,7 @@ import urllib.parse
 import urllib.request
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import process
-from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import TelemetryError
+from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import StoreError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.timing import Stopwatch
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import (
     STATES,
@@ -34,7 +34,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons imp
 __all__ = ["STATES", "MonitoringError", "check_params", "exporter_daemon", "http_ready"]
 
 
-class MonitoringError(TelemetryError, ValueError):
+class MonitoringError(StoreError, ValueError):
     """A monitoring process could not be brought to the wanted state, or its parameters are wrong."""
 
 
