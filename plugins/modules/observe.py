@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import time
-
 DOCUMENTATION = r"""
 module: observe
 short_description: Sample the live workload of Cassandra, Redis or MongoDB nodes into workload samples
@@ -208,6 +206,8 @@ summary:
   type: list
   elements: str
 """
+
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 

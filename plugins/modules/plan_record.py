@@ -16,7 +16,7 @@ description:
     C(created) time. O(applied) keeps the record the filter C(tactician.nosql.plan_applied) gives as the cluster's
     applied configuration (replacing the one before), and logs that configuration for the cluster with source
     C(applied), so the history's transitions show the switch.
-  - Read them back with the lookup C(tactician.nosql.history), O(kind=plans) or O(kind=applied).
+  - Read them back with the lookup C(tactician.nosql.history), with C(kind=plans) or C(kind=applied).
   - Idempotent (the same document again changes nothing); check mode writes nothing.
 version_added: 0.1.0
 author:

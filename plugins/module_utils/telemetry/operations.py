@@ -83,4 +83,4 @@ _REDIS_COMMAND_TO_OP = {command: op for op, commands in REDIS_COMMAND_OPERATIONS
 def redis_operation(command):
     """The sample operation a Redis command counts as: ``get`` -> read, ``config|get`` -> other (a subcommand
     counts as its command), unknown commands -> other. Case does not matter."""
-    return _REDIS_COMMAND_TO_OP.get(str(command).lower().split("|")[0], "other")
+    return _REDIS_COMMAND_TO_OP.get(str(command).lower().split("|", maxsplit=1)[0], "other")

@@ -138,7 +138,7 @@ class PrometheusClient:
             until = min(end, at + piece)
             data = self._get(
                 "/api/v1/query_range",
-                {"query": query, "start": "%.3f" % at, "end": "%.3f" % until, "step": "%gs" % step},
+                {"query": query, "start": "%.3f" % at, "end": "%.3f" % until, "step": "%.3f" % step},
             )
             for row in data.get("result", []):
                 labels = row.get("metric", {})
@@ -472,7 +472,7 @@ class PrometheusSamples:
         times = [round(float(until), 3)] if exact else grid(since, until, self.step)
         if not times:
             return []
-        window = "%ds" % max(1, int(round(self.window)))
+        window = "%dms" % max(1000, int(round(self.window * 1000)))
         answers = {
             name: self.client.query_range(query, times[0], times[-1], self.step)
             for name, query in QUERIES[store](cluster, window).items()
@@ -616,7 +616,7 @@ def client_signals(client, store, cluster, nodes=None, window_s=SIGNAL_WINDOW_S,
     """{node: {"p99_ms", "ops_per_s", "errors_per_s", "via": "prometheus"}} of every node of the cluster that
     Prometheus scrapes (guards.combine takes it as the stores' own readings), or {node: {"error": text}} for a node
     of nodes (names as the series label them) with no series. A query Prometheus refuses raises PrometheusError."""
-    window = "%ds" % max(1, int(round(window_s)))
+    window = "%dms" % max(1000, int(round(window_s * 1000)))
     answers = {name: client.query(query, at) for name, query in signal_queries(store, cluster, window).items()}
     values = {
         name: {row["metric"].get("node"): row["value"][1] for row in rows if row["metric"].get("node")}
@@ -626,7 +626,7 @@ def client_signals(client, store, cluster, nodes=None, window_s=SIGNAL_WINDOW_S,
     for node in sorted(set(values["ops"]) | set(nodes or ())):
         ops = values["ops"].get(node)
         if ops is None:
-            out[node] = dict(error="no series of this node in Prometheus over the last %s" % window)
+            out[node] = dict(error="no series of this node in Prometheus over the last %g s" % window_s)
             continue
         if store == "cassandra":
             p99 = values["p99_us"].get(node)

@@ -129,9 +129,11 @@ def test_the_guard_reads_the_clients_from_prometheus_when_it_is_given(monkeypatc
     assert asked == [("redis", "cache")]
     assert stopped.value.seen["signals"]["via"] == "prometheus"
     assert sorted(stopped.value.seen["signals"]["nodes"]) == ["127.0.0.1:6391", "127.0.0.1:6392"]
+
     # Prometheus not answering: the signals are unknown, and the guard stops the roll when they stay so
-    monkeypatch.setattr(
-        prometheus, "client_signals", lambda *a, **k: (_ for _ in ()).throw(prometheus.PrometheusError("down"))
-    )
+    def down(*args, **kwargs):
+        raise prometheus.PrometheusError("down")
+
+    monkeypatch.setattr(prometheus, "client_signals", down)
     with pytest.raises(guards.ClusterNotReady, match=r"the client signals could not be read"):
         node.check_before_stop()

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import process
-from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import digest_file
 from ansible_collections.tactician.nosql.plugins.module_utils.stores import exporters as monitoring
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons import digest_file
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.exporters import (
     MonitoringError,
     exporter_daemon,

@@ -120,7 +120,7 @@ def test_cassandra_samples_per_node_and_for_the_cluster():
     assert first["extra"]["process_cpu_pct"] == pytest.approx(50.0)
     # every query asked the cluster's series only, at the step, over the whole window in one range query
     ranges = [p for path, p in server.queries if path == "/api/v1/query_range"]
-    assert all(p["start"] == "1020.000" and p["end"] == "1050.000" and p["step"] == "30s" for p in ranges)
+    assert all(p["start"] == "1020.000" and p["end"] == "1050.000" and p["step"] == "30.000" for p in ranges)
     assert all('cluster="lab"' in p["query"] for p in ranges if "node_" not in p["query"])
     assert all('keyspace!~"system|system_.*"' in p["query"] for p in ranges if "coordinator_requests" in p["query"])
 
@@ -249,7 +249,7 @@ def test_window_reads_the_window_that_ends_now_off_the_grid(tmp_path):
     assert result["aggregate"]["window_s"] == 20.0
     ranges = [p for path, p in server.queries if path == "/api/v1/query_range"]
     assert all(p["start"] == p["end"] == "1047.500" for p in ranges)
-    assert any("[20s]" in p["query"] for p in ranges)
+    assert any("[20000ms]" in p["query"] for p in ranges)
     history.close()  # no records were needed, none were opened
     assert not (tmp_path / "r.sqlite3").exists()
     empty = PrometheusHistory(
@@ -296,9 +296,9 @@ def test_client_signals_of_cassandra_nodes_from_the_coordinators_series():
     found = prometheus.client_signals(client, "cassandra", "lab", nodes=[NODES[0], NODES[1], "127.0.0.3:9042"])
     assert found[NODES[0]] == dict(p99_ms=12.5, ops_per_s=500.0, errors_per_s=5.0, via="prometheus")
     assert found[NODES[1]]["p99_ms"] is None and found[NODES[1]]["errors_per_s"] is None
-    assert found["127.0.0.3:9042"] == {"error": "no series of this node in Prometheus over the last 60s"}
+    assert found["127.0.0.3:9042"] == {"error": "no series of this node in Prometheus over the last 60 s"}
     queries = [p["query"] for _path, p in server.queries]
-    assert all('cluster="lab"' in q and "[60s]" in q for q in queries)
+    assert all('cluster="lab"' in q and "[60000ms]" in q for q in queries)
 
 
 def test_client_signals_of_redis_nodes_leave_redirections_out():
