@@ -244,8 +244,24 @@ def profiler_summary(profile_documents):
     return summary
 
 
+def indexes_from_specs(specs):
+    """The indexes of collection_facts from listIndexes documents, for a server without $indexStats (FerretDB):
+    the same fields, with accesses None (unknown, not 0)."""
+    indexes = {}
+    for spec in specs or []:
+        indexes[spec.get("name")] = {
+            "accesses": None,
+            "key": dict(spec.get("key", {})),
+            "hidden": bool(spec.get("hidden", False)),
+            "ttl_seconds": spec.get("expireAfterSeconds"),
+            "building": False,
+        }
+    return indexes
+
+
 def _collection(collection):
-    """collection_facts of one collection; a server without $collStats or $indexStats gives what it has."""
+    """collection_facts of one collection; a server without $collStats or $indexStats gives what it has (its
+    indexes from listIndexes then, without access counts)."""
     try:
         stats = _first(collection.aggregate([{"$collStats": {"storageStats": {}}}]))
     except PyMongoError:
@@ -253,8 +269,14 @@ def _collection(collection):
     try:
         index_stats = list(collection.aggregate([{"$indexStats": {}}]))
     except PyMongoError:
-        index_stats = []
-    return collection_facts(stats, index_stats)
+        index_stats = None
+    facts = collection_facts(stats, index_stats)
+    if index_stats is None:
+        try:
+            facts["indexes"] = indexes_from_specs(collection.list_indexes())
+        except PyMongoError:
+            pass
+    return facts
 
 
 def _profiled(database):

@@ -343,6 +343,46 @@ def test_refused_command_is_an_admin_error():
         mongodb.server_facts(client)
 
 
+# --- per-collection facts on a server without $indexStats -------------------------------------------------
+
+
+class FakeCollection:
+    """Answers $collStats as FerretDB 1.24 does and refuses $indexStats as it does (both seen there)."""
+
+    def __init__(self, specs):
+        self.specs = specs
+
+    def aggregate(self, pipeline):
+        stage = next(iter(pipeline[0]))
+        if stage == "$collStats":
+            return iter([{"ns": "it.orders", "storageStats": {"count": 50, "size": 1200, "storageSize": 4096}}])
+        raise OperationFailure('`aggregate` stage "$indexStats" is not implemented yet', code=238)
+
+    def list_indexes(self):
+        return iter(self.specs)
+
+
+def test_collection_facts_fall_back_to_list_indexes_without_index_stats():
+    collection = FakeCollection(
+        [
+            {"v": 2, "key": {"_id": 1}, "name": "_id_"},
+            {"v": 2, "key": {"customer": 1, "created": -1}, "name": "customer_1_created_-1"},
+            {"v": 2, "key": {"expiresAt": 1}, "name": "expiresAt_1", "expireAfterSeconds": 3600, "hidden": True},
+        ]
+    )
+    facts = mongodb._collection(collection)
+    assert (facts["documents"], facts["data_bytes"], facts["storage_bytes"]) == (50, 1200, 4096)
+    assert list(facts["indexes"]) == ["_id_", "customer_1_created_-1", "expiresAt_1"]
+    assert facts["indexes"]["customer_1_created_-1"] == {
+        "accesses": None,
+        "key": {"customer": 1, "created": -1},
+        "hidden": False,
+        "ttl_seconds": None,
+        "building": False,
+    }
+    assert facts["indexes"]["expiresAt_1"]["ttl_seconds"] == 3600 and facts["indexes"]["expiresAt_1"]["hidden"]
+
+
 # --- the recorded replies themselves ---------------------------------------------------------------------
 
 
