@@ -26,6 +26,40 @@ def postgres(tmp_path_factory):
         assert not left, "left running by the PostgreSQL fixture: %s" % left
 
 
+def _ferretdb_module():
+    """tests/ferretdb/server.py, loaded by its path (it is no package)."""
+    import importlib.util
+    import os
+    import sys
+
+    name = "tactician_ferretdb_server"
+    if name not in sys.modules:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        spec = importlib.util.spec_from_file_location(name, os.path.join(root, "tests", "ferretdb", "server.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def ferretdb(tmp_path_factory):
+    """FerretDB (tests/ferretdb) of the run's own on a free loopback port and a fresh state directory, started once
+    for every module that needs it, answering `hello` before the first test; stopped by its PID at the end."""
+    pytest.importorskip("pymongo")
+    server_module = _ferretdb_module()
+    reason = server_module.missing()
+    if reason:
+        pytest.skip("FerretDB cannot run here: " + reason)
+    server = server_module.FerretDB(str(tmp_path_factory.mktemp("ferretdb")))
+    try:
+        server.start()
+        yield server
+    finally:
+        left = server.stop()
+        assert not left, "left running by the FerretDB fixture: %s" % left
+
+
 @pytest.fixture()
 def pgpass(postgres, monkeypatch):
     """The server, with its password file in this test's environment (libpq reads PGPASSFILE)."""
