@@ -1,0 +1,290 @@
+"""MongoDB code paths against FerretDB 1.24 (a MongoDB-compatible server; tests/ferretdb), started once per run by
+the `ferretdb` fixture (tests/integration/conftest.py) on a free loopback port.
+
+What FerretDB implements and what it lacks is in docs/testing-mongodb.md; the last tests pin what it lacks, so a
+FerretDB upgrade that adds one of those commands shows up here (and the code path can move off recorded replies).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+
+import pytest
+from ansible_run import ROOT, run_playbook
+from pymongo import ASCENDING, DESCENDING
+from pymongo.errors import OperationFailure
+
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
+
+pytestmark = pytest.mark.integration
+
+PLAYBOOK = os.path.join(ROOT, "tests", "integration", "playbooks", "mongodb_health.yml")
+INDEX_PLAYBOOK = os.path.join(ROOT, "tests", "integration", "playbooks", "mongodb_index.yml")
+INVENTORY = os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml")
+TASK = "MongoDB health"
+
+
+@pytest.fixture
+def client(ferretdb):
+    client = mongodb.connect(ferretdb.params())
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def database(client):
+    """A database of this test's own (FerretDB runs once for the whole session), dropped at the end."""
+    name = "it_%s" % uuid.uuid4().hex[:10]
+    try:
+        yield client[name]
+    finally:
+        client.drop_database(name)
+
+
+def _closed_port():
+    """A loopback port nobody listens on: the kernel hands out a free one, and it is closed again at once."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _health(ferretdb, check=False, **extra_vars):
+    extra = {"mongodb_host": ferretdb.host, "mongodb_port": ferretdb.port}
+    extra.update(extra_vars)
+    return run_playbook(PLAYBOOK, INVENTORY, extra, check=check)
+
+
+# --- connection and server facts ---------------------------------------------------------------------------
+
+
+def test_server_facts_through_connect_use_hello(ferretdb, client):
+    facts = mongodb.server_facts(client)
+    assert facts["role"] == "standalone"
+    assert facts["set_name"] is None
+    assert facts["version"].startswith("7.0.")
+    assert facts["max_wire_version"] == 21
+    # hello itself answers (no isMaster fallback on this server)
+    assert client.admin.command("hello")["isWritablePrimary"] is True
+
+
+def test_module_reports_the_server_healthy(ferretdb):
+    result = _health(ferretdb)
+    assert result.returncode == 0, result.stderr + str(result.data)[-3000:]
+    task = result.task(TASK)
+    assert task["healthy"] is True
+    assert task["changed"] is False
+    assert task["server"]["role"] == "standalone"
+    assert task["server"]["version"].startswith("7.0.")
+    assert task["server"]["max_wire_version"] == 21
+
+
+def test_module_runs_in_check_mode(ferretdb):
+    result = _health(ferretdb, check=True)
+    assert result.returncode == 0, result.stderr + str(result.data)[-3000:]
+    task = result.task(TASK)
+    assert task["healthy"] is True
+    assert task["changed"] is False
+
+
+def test_module_rejects_an_unsupported_auth_mechanism(ferretdb):
+    result = _health(ferretdb, mongodb_user="tactician", mongodb_password="unused", mongodb_auth_mechanism="PLAIN")
+    assert result.returncode != 0
+    task = result.task(TASK)
+    assert task.get("failed") is True
+    message = task["msg"]
+    assert "auth_mechanism" in message
+    assert "SCRAM-SHA-256" in message and "SCRAM-SHA-1" in message
+    assert "PLAIN" in message
+    assert "unused" not in str(task)
+
+
+def test_module_reports_an_unreachable_server_unhealthy(ferretdb):
+    result = _health(
+        ferretdb,
+        mongodb_port=_closed_port(),
+        mongodb_connect_timeout=1.0,
+        mongodb_fail_when_unhealthy=False,
+    )
+    assert result.returncode == 0, result.stderr + str(result.data)[-3000:]
+    task = result.task(TASK)
+    assert task["healthy"] is False
+    assert not task.get("failed")
+    assert task["error"]
+    assert "server" not in task
+
+
+# --- indexes and statistics --------------------------------------------------------------------------------
+
+
+def test_create_list_use_and_drop_indexes(database):
+    orders = database["orders"]
+    orders.insert_many(
+        [{"customer": f"c{i % 7:02d}", "status": "open" if i % 3 else "done", "total": i} for i in range(50)]
+    )
+    reply = database.command(
+        "createIndexes",
+        "orders",
+        indexes=[
+            {"key": {"customer": ASCENDING, "total": DESCENDING}, "name": "customer_1_total_-1"},
+            {"key": {"status": ASCENDING}, "name": "status_1"},
+        ],
+    )
+    assert reply["ok"] == 1.0
+    assert reply["numIndexesAfter"] == reply["numIndexesBefore"] + 2
+
+    info = orders.index_information()
+    assert set(info) == {"_id_", "customer_1_total_-1", "status_1"}
+    assert info["customer_1_total_-1"]["key"] == [("customer", 1), ("total", -1)]
+    assert orders.count_documents({"customer": "c03", "total": {"$gt": 10}}) == 5
+
+    orders.drop_index("status_1")
+    assert {spec["name"] for spec in orders.list_indexes()} == {"_id_", "customer_1_total_-1"}
+
+
+def test_the_server_refuses_conflicting_indexes_as_mongodb_does(database):
+    """A real server's refusals (the test double accepted both): the same keys under another name, IndexOptionsConflict
+    (85); another index under a name in use, IndexKeySpecsConflict (86). mongodb_index compares listIndexes first
+    and refuses these itself, so they reach a server only from other clients."""
+    orders = database["orders"]
+    orders.create_index([("customer", ASCENDING)], name="by_customer")
+    assert _refused(lambda: orders.create_index([("customer", ASCENDING)], name="customer_again")).code == 85
+    assert _refused(lambda: orders.create_index([("status", ASCENDING)], name="by_customer")).code == 86
+
+
+def test_db_stats_and_coll_stats_have_the_fields_the_code_reads(database):
+    database["orders"].insert_many([{"i": i, "pad": "x" * 100} for i in range(40)])
+    db_stats = database.command("dbStats")
+    assert db_stats["objects"] == 40 and db_stats["dataSize"] > 0
+    (coll_stats,) = database["orders"].aggregate([{"$collStats": {"storageStats": {}, "count": {}}}])
+    storage = coll_stats["storageStats"]
+    assert storage["count"] == 40
+    assert storage["size"] > 0 and storage["storageSize"] > 0
+    assert coll_stats["count"] == 40
+    facts = mongodb.collection_facts(coll_stats, [])
+    assert facts["documents"] == 40 and facts["data_bytes"] == storage["size"]
+
+
+def test_observe_runs_and_reads_collections_and_indexes(ferretdb, client, database):
+    """observe end to end: no opcounters here (rates are 0), but dbStats, $collStats and listIndexes answer, so
+    the data size, document counts and indexes are the server's own ($indexStats is missing: accesses None)."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.stores import probes as observe_stores
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import observer as observe
+
+    database.orders.insert_many([{"i": i} for i in range(50)])
+    database.orders.create_index("i")
+    params = dict(
+        store="mongodb",
+        nodes=[{"address": ferretdb.address}],
+        auth_source="admin",
+        connect_timeout=5.0,
+    )
+    with observe_stores.Probes(params) as probes:
+        result = observe.observe(probes, "mongodb", "it", duration=2, interval=1)
+    sample = result["samples"][0]
+    assert sample["store"] == "mongodb" and sample["throughput"] == 0.0
+    facts = sample["extra"]["collections"]["%s.orders" % database.name]
+    assert facts["documents"] == 50
+    assert facts["data_bytes"] > 0
+    assert set(facts["indexes"]) == {"_id_", "i_1"}
+    assert facts["indexes"]["i_1"]["key"] == {"i": 1} and facts["indexes"]["i_1"]["accesses"] is None
+
+
+def test_index_tactics_playbook_twice(ferretdb):
+    """mongodb_index end to end (check mode, create, unchanged, diff, unique partial, recreate, drop) without the
+    TTL steps, which FerretDB refuses: the playbook then checks that refusal instead."""
+    extra = {
+        "mongodb_host": ferretdb.host,
+        "mongodb_port": ferretdb.port,
+        "mongodb_database": "it_index_tactics",
+        "mongodb_ttl": False,
+        "mongodb_partial": False,
+    }
+    for _run in range(2):
+        result = run_playbook(INDEX_PLAYBOOK, INVENTORY, extra)
+        assert result.returncode == 0, result.stderr[-5000:]
+    assert result.task("Created once, found again")["msg"] == "All assertions passed"
+
+
+def test_load_driver_runs_workload_a(ferretdb):
+    """The MongoDB binding of the load driver (Java sync driver) loads and runs YCSB workload A."""
+    lab_dir = os.path.join(ROOT, ".lab", "test")
+    install = run_playbook(
+        os.path.join(ROOT, "tests", "integration", "playbooks", "load_driver.yml"), INVENTORY, {"lab_dir": lab_dir}
+    )
+    assert install.returncode == 0, install.stderr
+    from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
+
+    params = dict(
+        store="mongodb",
+        hosts=[ferretdb.address],
+        driver_home=os.path.join(lab_dir, "load-driver"),
+        threads=8,
+        processes=1,
+        target=0,
+        workload="a",
+        phases=["load", "run"],
+        reload=True,
+        database="ycsb_it",
+        properties={"recordcount": 1000, "operationcount": 2000},
+    )
+    load, run = loadrun.execute(params, loadrun.plan(params))
+    assert load["operations"]["insert"]["count"] == 1000 and load["failed_total"] == 0
+    assert run["operations"]["read"]["count"] + run["operations"]["update"]["count"] == 2000
+    assert run["failed_total"] == 0
+
+
+# --- what FerretDB 1.24 lacks (these paths run against recorded replies) -----------------------------------
+
+
+def _refused(call):
+    with pytest.raises(OperationFailure) as refused:
+        call()
+    return refused.value
+
+
+def test_ferretdb_lacks_what_docs_list_as_recorded_only(client, database):
+    """docs/testing-mongodb.md lists these as served by recorded replies only; fail loudly if that changes."""
+    admin = client.admin
+    status = admin.command("serverStatus")
+    assert "opcounters" not in status
+    assert "wiredTiger" not in status
+    assert "repl" not in status
+    coll = database["probe"]
+    coll.insert_one({"expiresAt": None})
+    assert "expireAfterSeconds" in str(_refused(lambda: coll.create_index("expiresAt", expireAfterSeconds=60)))
+    assert "$indexStats" in str(_refused(lambda: list(coll.aggregate([{"$indexStats": {}}]))))
+    assert _refused(lambda: database.command("collMod", "probe")).code == 238  # NotImplemented
+    assert _refused(lambda: admin.command("setParameter", 1, ttlMonitorSleepSecs=5)).code == 59  # CommandNotFound
+    for name in (
+        "internalQueryMaxBlockingSortMemoryUsageBytes",
+        "ttlMonitorSleepSecs",
+        "wiredTigerEngineRuntimeConfig",
+    ):
+        assert _refused(lambda name=name: admin.command("getParameter", 1, **{name: 1})).code == 72  # InvalidOptions
+    assert _refused(lambda: database.command("profile", -1)).code == 59
+    assert _refused(lambda: admin.command("createUser", "u", pwd="p", roles=[])).code == 59
+    assert _refused(lambda: admin.command("replSetGetStatus")).code == 59
+
+
+def test_ferretdb_offers_no_scram(ferretdb):
+    """SCRAM is checked only as client options (unit tests): FerretDB 1.24 on SQLite offers PLAIN only, which the
+    collection does not allow."""
+    assert admin_mechanisms(ferretdb) == ["PLAIN"]
+    client = mongodb.connect(ferretdb.params(login_user="tactician", login_password="unused", connect_timeout=2.0))
+    try:
+        with pytest.raises(mongodb.MongoAdminError, match="SCRAM"):
+            mongodb.server_facts(client)
+    finally:
+        client.close()
+
+
+def admin_mechanisms(ferretdb):
+    client = mongodb.connect(ferretdb.params())
+    try:
+        return client.admin.command("getParameter", "*")["authenticationMechanisms"]
+    finally:
+        client.close()
