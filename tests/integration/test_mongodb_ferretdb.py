@@ -257,6 +257,12 @@ def test_ferretdb_lacks_what_docs_list_as_recorded_only(client, database):
     coll.insert_one({"expiresAt": None})
     assert "expireAfterSeconds" in str(_refused(lambda: coll.create_index("expiresAt", expireAfterSeconds=60)))
     assert "$indexStats" in str(_refused(lambda: list(coll.aggregate([{"$indexStats": {}}]))))
+    assert "partialFilterExpression" in str(
+        _refused(lambda: coll.create_index("a", partialFilterExpression={"a": {"$exists": True}}))
+    )
+    # sparse is taken but not kept: listIndexes shows no sparse field (a second mongodb_index run would see a change)
+    coll.create_index("b", sparse=True)
+    assert "sparse" not in coll.index_information()["b_1"]
     assert _refused(lambda: database.command("collMod", "probe")).code == 238  # NotImplemented
     assert _refused(lambda: admin.command("setParameter", 1, ttlMonitorSleepSecs=5)).code == 59  # CommandNotFound
     for name in (
