@@ -5,7 +5,8 @@
 #     optional irace backend), PostgreSQL's server (the shared history's tests start one of their own), and
 #     Prometheus with its node and Redis exporters (the monitoring stack of the lab, docs/monitoring.md);
 #   - a Python virtual environment in .venv with the pinned requirements.txt;
-#   - the collection link .collections/ansible_collections/tactician/nosql -> the checkout.
+#   - the collection link .collections/ansible_collections/tactician/nosql -> the checkout;
+#   - FerretDB, the MongoDB-compatible server of the MongoDB tests, built with Go into .lab/ferretdb (when Go is there).
 # The Cassandra jars are resolved from Maven Central by the cassandra_node role when a node is first started.
 set -euo pipefail
 cd "$(dirname "$0")/.."

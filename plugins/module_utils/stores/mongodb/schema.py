@@ -5,7 +5,7 @@
 Plain Python over the client that mongodb.connect() returns; every server call is a database command
 (listIndexes, createIndexes, collMod, dropIndexes, find on config.collections / config.databases,
 enableSharding, shardCollection) so that what runs is exactly what is reported. Written against the MongoDB
-7.0 / 8.0 server API; docs/testing-mongodb.md says what ran against the stand-in and what only against
+7.0 / 8.0 server API; docs/testing-mongodb.md says what ran against FerretDB and what only against
 recorded replies.
 
     result = ensure_index(client, "shop", "orders", keys=[{"customer": 1}, {"total": -1}])
