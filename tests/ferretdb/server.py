@@ -94,8 +94,11 @@ def _log_text(path):
         return ""
 
 
-def _argv(host, port, state_dir, log_file, exit_on_stdin_eof):
+def _argv(host, port, state_dir, log_file, exit_on_stdin_eof, tls=None):
     argv = [BINARY, "-listen", "%s:%d" % (host, port), "-state-dir", state_dir, "-log-file", log_file]
+    if tls:
+        argv += ["-tls-listen", "%s:%d" % (host, tls["port"]), "-tls-cert", tls["cert"], "-tls-key", tls["key"]]
+        argv += ["-tls-ca", tls["ca"]] if tls.get("ca") else []
     return argv + (["-exit-on-stdin-eof"] if exit_on_stdin_eof else [])
 
 
@@ -138,9 +141,12 @@ def _pid_alive(pid):
 
 
 class FerretDB:
-    """One FerretDB server of the caller's, on its own state directory (SQLite files) and log."""
+    """One FerretDB server of the caller's, on its own state directory (SQLite files) and log.
 
-    def __init__(self, state_dir, host=HOST, port=None):
+    tls: {"cert": PEM, "key": PEM, "ca": PEM or None} adds a TLS listener on a free port (self.tls_port) beside the
+    plain one; with "ca", every TLS client must present a certificate that CA signed."""
+
+    def __init__(self, state_dir, host=HOST, port=None, tls=None):
         self.folder = os.path.abspath(state_dir)
         self.state_dir = os.path.join(self.folder, "state")
         self.log_file = os.path.join(self.folder, LOG_FILE)
@@ -148,6 +154,8 @@ class FerretDB:
         self.port = port
         self.process = None
         self.hello = None
+        self.tls = dict(tls) if tls else None
+        self.tls_port = None
 
     @property
     def pid(self):
@@ -170,10 +178,15 @@ class FerretDB:
             self.port = free_port(self.host)
         elif port_open(self.host, self.port):
             raise FerretDBError("%s is in use by another process" % self.address)
+        if self.tls:
+            self.tls_port = free_port(self.host)
+            while self.tls_port == self.port:
+                self.tls_port = free_port(self.host)
+            self.tls["port"] = self.tls_port
         os.makedirs(self.folder, exist_ok=True)
         with open(self.log_file, "w", encoding="utf-8") as log:
             self.process = subprocess.Popen(
-                _argv(self.host, self.port, self.state_dir, self.log_file, exit_on_stdin_eof=True),
+                _argv(self.host, self.port, self.state_dir, self.log_file, exit_on_stdin_eof=True, tls=self.tls),
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -203,8 +216,9 @@ class FerretDB:
                 proc.kill()
                 proc.wait(timeout=grace)
         left = ["FerretDB pid %d" % proc.pid] if _pid_alive(proc.pid) else []
-        if self.port and port_open(self.host, self.port):
-            left.append("something still listens on %s" % self.address)
+        for port in (self.port, self.tls_port):
+            if port and port_open(self.host, port):
+                left.append("something still listens on %s:%d" % (self.host, port))
         return left
 
     def __repr__(self):

@@ -237,6 +237,98 @@ def test_load_driver_runs_workload_a(ferretdb):
     assert run["failed_total"] == 0
 
 
+# --- TLS: a FerretDB of this module's own with a TLS listener that requires a client certificate --------------
+
+
+@pytest.fixture(scope="module")
+def ferretdb_tls(tmp_path_factory):
+    """FerretDB with a TLS listener (server certificate naming 127.0.0.1 only, client certificates of the CA
+    required) beside its plain one; yields (server, files), stops it by its PID at the end."""
+    pytest.importorskip("cryptography")
+    from conftest import _ferretdb_module
+    from pki import Authority
+
+    server_module = _ferretdb_module()
+    reason = server_module.missing()
+    if reason:
+        pytest.skip("FerretDB cannot run here: " + reason)
+    folder = tmp_path_factory.mktemp("ferretdb-tls")
+    authority = Authority(str(folder))
+    cert, key = authority.issue("ferretdb", names=["127.0.0.1"], server=True)
+    client_cert, client_key = authority.issue("mongodb-client", server=False, client=True)
+    combined = os.path.join(str(folder), "client-combined.pem")
+    with open(combined, "w", encoding="utf-8") as out:
+        for part in (client_cert, client_key):
+            with open(part, encoding="utf-8") as handle:
+                out.write(handle.read())
+    other = Authority(str(tmp_path_factory.mktemp("other-ca")), name="another CA")
+    files = {"ca": authority.ca_file, "client": combined, "other_ca": other.ca_file}
+    server = server_module.FerretDB(str(folder / "server"), tls={"cert": cert, "key": key, "ca": authority.ca_file})
+    try:
+        server.start()
+        yield server, files
+    finally:
+        left = server.stop()
+        assert not left, "left running by the FerretDB TLS fixture: %s" % left
+
+
+def _tls_facts(server, host="127.0.0.1", **options):
+    params = server.params(login_host=host, login_port=server.tls_port, tls=True, connect_timeout=3.0)
+    params.update(options)
+    client = mongodb.connect(params)
+    try:
+        return mongodb.server_facts(client)
+    finally:
+        client.close()
+
+
+def test_tls_with_a_client_certificate_verified_both_ways(ferretdb_tls):
+    server, files = ferretdb_tls
+    facts = _tls_facts(server, tls_ca_file=files["ca"], tls_certificate_key_file=files["client"])
+    assert facts["role"] == "standalone" and facts["max_wire_version"] == 21
+
+
+def test_tls_refusals(ferretdb_tls):
+    """No client certificate, a server certificate of another CA, and a name the certificate does not hold are
+    each refused; the hostname check alone is turned off by tls_allow_invalid_hostnames."""
+    server, files = ferretdb_tls
+    with pytest.raises(mongodb.MongoAdminError):
+        _tls_facts(server, tls_ca_file=files["ca"])
+    with pytest.raises(mongodb.MongoAdminError, match="(?i)certificate"):
+        _tls_facts(server, tls_ca_file=files["other_ca"], tls_certificate_key_file=files["client"])
+    with pytest.raises(mongodb.MongoAdminError, match="(?i)hostname|match|certificate"):
+        _tls_facts(server, host="localhost", tls_ca_file=files["ca"], tls_certificate_key_file=files["client"])
+    facts = _tls_facts(
+        server,
+        host="localhost",
+        tls_ca_file=files["ca"],
+        tls_certificate_key_file=files["client"],
+        tls_allow_invalid_hostnames=True,
+    )
+    assert facts["role"] == "standalone"
+
+
+def test_observe_over_tls_with_the_store_neutral_options(ferretdb_tls):
+    """observe's probes reach MongoDB over TLS with ca_file and client_cert_file (params_from_any)."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.stores import probes as observe_stores
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import observer as observe
+
+    server, files = ferretdb_tls
+    params = dict(
+        store="mongodb",
+        nodes=[{"address": "127.0.0.1:%d" % server.tls_port}],
+        tls=True,
+        ca_file=files["ca"],
+        client_cert_file=files["client"],
+        connect_timeout=5.0,
+    )
+    with observe_stores.Probes(params) as probes:
+        result = observe.observe(probes, "mongodb", "it", duration=1, interval=1)
+    sample = result["samples"][0]
+    assert sample["store"] == "mongodb" and sample["throughput"] == 0.0
+    assert isinstance(sample["extra"]["collections"], dict)
+
+
 # --- what FerretDB 1.24 lacks (these paths run against recorded replies) -----------------------------------
 
 
