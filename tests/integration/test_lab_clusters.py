@@ -46,6 +46,10 @@ def _running():
     return [path for path in _pid_files() if process.running_pid(path)]
 
 
+def _redis_pid_files():
+    return sorted(glob.glob(os.path.join(LAB_DIR, "redis", "*", "redis.pid")))
+
+
 def _redis_password():
     with open(os.path.join(LAB_DIR, "secrets", "redis-password")) as handle:
         return handle.read().split()[0]
@@ -137,7 +141,13 @@ def test_prometheus_scrapes_every_node_with_its_labels(clusters):
 
     targets = _eventually(all_up, "every target up")
     labels = sorted(
-        (t["labels"]["job"], t["labels"].get("cluster"), t["labels"]["node"], t["scrapeUrl"]) for t in targets
+        (
+            t["labels"]["job"],
+            t["labels"].get("cluster"),
+            t["labels"].get("node") or t["labels"]["machine"],
+            t["scrapeUrl"],
+        )
+        for t in targets
     )
     assert labels[0] == ("cassandra", "cassandra", "127.0.0.11:9042", "http://127.0.0.11:9501/metrics")
     assert labels[1] == ("node", None, "localhost", "http://127.0.0.1:9401/metrics")
@@ -177,7 +187,7 @@ def test_prometheus_holds_the_stores_and_the_machines_series(clusters):
         assert all(r["metric"]["cluster"] == "redis" and r["metric"]["cmd"] for r in commands)
 
         cpu = _eventually(series('node_cpu_seconds_total{mode="idle"}'), "the machine's CPU")
-        assert {r["metric"]["node"] for r in cpu} == {"localhost"}
+        assert {r["metric"]["machine"] for r in cpu} == {"localhost"}
     finally:
         session.execute("DROP KEYSPACE IF EXISTS it_monitoring")
         cluster.shutdown()
@@ -410,8 +420,12 @@ def test_load_driver_names_the_unreachable_host_and_writes_nothing(clusters):
     assert task["failed"] and task["msg"].startswith("hosts:") and "127.0.0.99" in task["msg"]
 
 
-def _observe_while_loading(store, hosts, user, password, workload, rate, nodes, keyspaces, history_path, **extra):
-    """Drive workload at a fixed rate in the background for 45 s and observe a 10 s window in the middle of it."""
+def _observe_while_loading(
+    store, hosts, user, password, workload, rate, nodes, keyspaces, history_path, cpu_pid_files=(), **extra
+):
+    """Drive workload at a fixed rate in the background for 45 s and observe a 10 s window in the middle of it.
+    cpu_pid_files: servers whose CPU seconds (/proc) are read right before and after the observation (the driver's
+    result's cpu_by_proc: [(time, [seconds per server])])."""
     import threading
     import time
 
@@ -439,6 +453,7 @@ def _observe_while_loading(store, hosts, user, password, workload, rate, nodes, 
     worker = threading.Thread(target=lambda: done.update(result=loadrun.execute(params, loadrun.plan(params))[0]))
     worker.start()
     time.sleep(6)
+    cpu = [(time.time(), [process.cpu_seconds(process.read_pid(f)) for f in cpu_pid_files])]
     observed = run_playbook(
         os.path.join(PLAYBOOKS, "observe.yml"),
         INVENTORY,
@@ -452,7 +467,9 @@ def _observe_while_loading(store, hosts, user, password, workload, rate, nodes, 
             **extra,
         ),
     )
+    cpu.append((time.time(), [process.cpu_seconds(process.read_pid(f)) for f in cpu_pid_files]))
     worker.join()
+    done["result"]["cpu_by_proc"] = cpu
     return observed, done["result"]
 
 
@@ -472,6 +489,33 @@ def _assert_observed_rate(observed, driven):
     rate = _driver_rate_in_window(driven, samples[0])
     assert rate and rate > 0, "the driver recorded no status in the observe window"
     assert 0.85 * rate <= aggregate["throughput"] <= 1.15 * rate, (aggregate["throughput"], rate)
+
+
+def _from_prometheus(store, cluster, end, duration):
+    """The prometheus:// history's window of the test stack, once Prometheus has scraped past its end."""
+    import time
+
+    from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history
+
+    time.sleep(max(0.0, end + 6.0 - time.time()))  # one scrape interval (5 s) past the window's end
+    with history.open_history("prometheus://127.0.0.1:9391") as store_:
+        return store_.window(store, cluster, duration, end=end)
+
+
+def _assert_prometheus_agrees(store, cluster, observed, driven, servers):
+    """Over the span of the observation (from right before the observe task to right after it, about 20 s: four
+    scrapes and more), the Prometheus history's sample agrees with the driver's own count within 5 % and with the
+    observe task's read ratio, and its CPU of the servers with their own /proc accounting within 10 %."""
+    (start, before), (end, after) = driven["cpu_by_proc"]
+    read = _from_prometheus(store, cluster, end, end - start)
+    rate = _driver_rate_in_window(driven, dict(time=end, window_s=end - start))
+    assert 0.95 * rate <= read["aggregate"]["throughput"] <= 1.05 * rate, (read["aggregate"]["throughput"], rate)
+    assert abs(read["aggregate"]["read_ratio"] - observed.task("Observe")["aggregate"]["read_ratio"]) <= 0.05
+    assert read["aggregate"]["extra"]["source"] == "prometheus"
+    prometheus_cpu = sum(s["extra"]["process_cpu_pct"] for s in read["samples"] if s["node"] in servers) / 100.0
+    own_cpu = sum(b - a for a, b in zip(before, after, strict=True)) / (end - start)
+    assert own_cpu > 0 and abs(prometheus_cpu - own_cpu) <= 0.10 * own_cpu, (prometheus_cpu, own_cpu)
+    return read
 
 
 def _assert_state_well_typed(store, state, required=()):
@@ -509,6 +553,7 @@ def test_observe_sees_the_drivers_rate_and_mix_on_cassandra(clusters, tmp_path):
         [{"address": "127.0.0.11", "pid_file": pid_file, "jmx_port": 7499}],
         ["ycsb_it"],
         history_path,
+        cpu_pid_files=[pid_file],
         obs_cassandra_home=CASSANDRA_HOME,
     )
     assert observed.returncode == 0, observed.stderr
@@ -516,6 +561,8 @@ def test_observe_sees_the_drivers_rate_and_mix_on_cassandra(clusters, tmp_path):
     assert driven["failed_total"] == 0
     assert abs(aggregate["read_ratio"] - 0.5) <= 0.05
     _assert_observed_rate(observed, driven)
+    read = _assert_prometheus_agrees("cassandra", "cassandra", observed, driven, ["127.0.0.11:9042"])
+    _assert_state_well_typed("cassandra", read["aggregate"]["state"], ("pending_compactions", "pending_flushes"))
     node = observed.task("Observe")["samples"][0]
     assert node["extra"]["process_cpu_pct"] > 0 and node["resources"]["cpu_pct"] > 0
     # The state: CQL readings always, nodetool's with cassandra_home; workload A reads, so SSTables per read is known.
@@ -556,11 +603,14 @@ def test_observe_sees_the_drivers_rate_and_mix_on_redis(clusters, tmp_path):
         [{"address": a} for a in REDIS_NODES],
         [],
         str(tmp_path / "history.sqlite3"),
+        cpu_pid_files=_redis_pid_files(),
     )
     assert observed.returncode == 0, observed.stderr
     aggregate = observed.task("Observe")["aggregate"]
     assert abs(aggregate["read_ratio"] - 0.95) <= 0.05
     _assert_observed_rate(observed, driven)
+    read = _assert_prometheus_agrees("redis", "redis", observed, driven, REDIS_NODES)
+    assert len(read["aggregate"]["extra"]["nodes"]) == 3, "the masters only"
     assert len(aggregate["extra"]["nodes"]) == 3
     for sample in observed.task("Observe")["samples"] + [aggregate]:
         _assert_state_well_typed(
@@ -571,6 +621,20 @@ def test_observe_sees_the_drivers_rate_and_mix_on_redis(clusters, tmp_path):
     shards = observed.task("Observe")["samples"][0]["extra"]["shards"]
     assert len(shards) == 3 and all(len(shard["nodes"]) == 2 for shard in shards)
     assert sum(last - first + 1 for shard in shards for first, last in shard["slots"]) == 16384
+
+
+def test_a_forecast_from_prometheus_has_a_sample_at_every_step(clusters):
+    """The history as cron-mode autotune reads it from Prometheus: every step a real sample, none filled in (the
+    Redis cluster is scraped every 5 s from lab_up on; the forecast's step is 15 s, and it waits until Prometheus
+    holds the 12 steps it reads)."""
+
+    def forecast():
+        result = run_playbook(os.path.join(PLAYBOOKS, "forecast_prometheus.yml"), INVENTORY)
+        task = result.task("Forecast the Redis cluster's workload from Prometheus")
+        return task if result.returncode == 0 and task["series_points"] == 12 else None
+
+    found = _eventually(forecast, "12 steps of the Redis cluster in Prometheus", timeout=400)
+    assert found["filled_steps"] == 0, found
 
 
 def test_observe_names_an_unreachable_node_and_writes_nothing(clusters, tmp_path):
@@ -699,12 +763,15 @@ def test_rolling_restart_of_the_redis_cluster_check_real_again(clusters):
     assert check.returncode == 0, check.stderr
     assert check.changed() == len(REDIS_NODES), check.stats
     assert _redis_config("io-threads") == before
-    real = run_playbook(ROLLING, INVENTORY, extra)
+    # The guard reads the clients' signals from the test stack's Prometheus (one query for the cluster).
+    real = run_playbook(ROLLING, INVENTORY, dict(extra, tactician_prometheus_url="prometheus://127.0.0.1:9391"))
     assert real.returncode == 0, real.stderr
     assert real.changed() == len(REDIS_NODES), real.stats
     assert set(_redis_config("io-threads").values()) == {wanted}
     steps = _reconfigured(real)
     assert all(res["restart_required"] and "verify" in res["steps"] for res in steps)
+    signals = [res["guard"]["clients"]["signals"] for res in steps]
+    assert all(seen["via"] == "prometheus" and len(seen["nodes"]) == len(REDIS_NODES) for seen in signals), signals
     assert sum(1 for res in steps if any(step.startswith("failover") for step in res["steps"])) >= 3
     health = run_playbook("playbooks/lab_status.yml", INVENTORY)
     assert health.returncode == 0, health.stderr

@@ -755,7 +755,7 @@ class PrometheusHistory(HistoryStore):
         if since is not None:
             since = parse_time(since, "since")
         elif last:
-            since = until - (last + 1) * step
+            since = until - (last + 3) * step  # a step or two at the edges may not be scraped yet
         else:
             since = until - prometheus.DEFAULT_SPAN_S
         stores = [store] if store is not None else list(prometheus.STORES)
