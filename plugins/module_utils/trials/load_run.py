@@ -21,11 +21,16 @@ class LoadError(TrialError):
     """Bad parameters or a failed run; the message names the field or the host."""
 
 
-def _tls_properties(params, prefix):
+def _tls_properties(params, prefix, key_in_cert=False):
     """The bindings' TLS properties under prefix (the load driver's Tls class): the CA, the client certificate and
-    whether the certificate is validated and must name the node, from the module's connection options."""
+    whether the certificate is validated and must name the node, from the module's connection options.
+
+    key_in_cert: the store takes the certificate and its key in one PEM file (MongoDB, as the adapter requires);
+    the binding then reads the key from client_cert_file too."""
     if not params.get("tls"):
         return {}
+    if key_in_cert and params.get("client_cert_file") and not params.get("client_key_file"):
+        params = dict(params, client_key_file=params["client_cert_file"])
     props = {
         prefix + ".validate": params.get("validate_certs") is not False,
         prefix + ".checkhostname": params.get("check_hostname") is not False,
@@ -75,7 +80,7 @@ def _store_properties(params, spec, scans=None):
             "mongodb.database": params.get("database") or "ycsb",
             "mongodb.tls": bool(params.get("tls")),
         }
-        props.update(_tls_properties(params, "mongodb.tls"))
+        props.update(_tls_properties(params, "mongodb.tls", key_in_cert=True))
         if user:
             props.update(
                 {"mongodb.user": user, "mongodb.password": password, "mongodb.authsource": params.get("auth_source")}

@@ -2,8 +2,8 @@
 // Apache License 2.0 (see LICENSE)
 package tactician.ycsb;
 
+import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
-import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -109,12 +109,24 @@ final class Tls {
     return factory.getKeyManagers();
   }
 
+  /** The CERTIFICATE blocks of a PEM file; other blocks (the private key of MongoDB's one-file form) are skipped. */
   private static List<Certificate> certificates(String path, String property) throws Exception {
     List<Certificate> certs = new ArrayList<>();
-    try (InputStream in = new FileInputStream(path)) {
-      certs.addAll(CertificateFactory.getInstance("X.509").generateCertificates(in));
+    String text;
+    try {
+      text = new String(Files.readAllBytes(Paths.get(path)), StandardCharsets.US_ASCII);
     } catch (IOException e) {
       throw new IllegalArgumentException(property + ": cannot read " + path + ": " + e.getMessage(), e);
+    }
+    StringBuilder only = new StringBuilder();
+    Matcher block = PEM.matcher(text);
+    while (block.find()) {
+      if ("CERTIFICATE".equals(block.group(1))) {
+        only.append(block.group(0)).append('\n');
+      }
+    }
+    try (InputStream in = new ByteArrayInputStream(only.toString().getBytes(StandardCharsets.US_ASCII))) {
+      certs.addAll(CertificateFactory.getInstance("X.509").generateCertificates(in));
     }
     if (certs.isEmpty()) {
       throw new IllegalArgumentException(property + ": no PEM certificate in " + path);
