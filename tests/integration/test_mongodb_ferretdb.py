@@ -237,6 +237,34 @@ def test_load_driver_runs_workload_a(ferretdb):
     assert run["failed_total"] == 0
 
 
+def test_load_driver_scans_workload_e(ferretdb):
+    """The binding's scans ($gte on _id, sorted, limited) on YCSB workload E, 0 failures (runs after workload A,
+    which installed the driver)."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
+
+    driver_home = os.path.join(ROOT, ".lab", "test", "load-driver")
+    if not os.path.isdir(driver_home):
+        pytest.skip("the load driver is installed by test_load_driver_runs_workload_a")
+    params = dict(
+        store="mongodb",
+        hosts=[ferretdb.address],
+        driver_home=driver_home,
+        threads=4,
+        processes=1,
+        target=0,
+        workload="e",
+        phases=["load", "run"],
+        reload=True,
+        database="ycsb_it_e",
+        properties={"recordcount": 300, "operationcount": 200},
+    )
+    load, run = loadrun.execute(params, loadrun.plan(params))
+    assert load["operations"]["insert"]["count"] == 300 and load["failed_total"] == 0
+    assert run["operations"]["scan"]["count"] > 0
+    assert run["operations"]["scan"]["count"] + run["operations"].get("insert", {}).get("count", 0) == 200
+    assert run["failed_total"] == 0
+
+
 # --- TLS: a FerretDB of this module's own with a TLS listener that requires a client certificate --------------
 
 
@@ -262,7 +290,11 @@ def ferretdb_tls(tmp_path_factory):
             with open(part, encoding="utf-8") as handle:
                 out.write(handle.read())
     other = Authority(str(tmp_path_factory.mktemp("other-ca")), name="another CA")
-    files = {"ca": authority.ca_file, "client": combined, "other_ca": other.ca_file}
+    files = {
+        "ca": authority.ca_file,
+        "client": combined,
+        "other_ca": other.ca_file,
+    }
     server = server_module.FerretDB(str(folder / "server"), tls={"cert": cert, "key": key, "ca": authority.ca_file})
     try:
         server.start()
@@ -327,6 +359,38 @@ def test_observe_over_tls_with_the_store_neutral_options(ferretdb_tls):
     sample = result["samples"][0]
     assert sample["store"] == "mongodb" and sample["throughput"] == 0.0
     assert isinstance(sample["extra"]["collections"], dict)
+
+
+def test_load_driver_over_tls_with_a_client_certificate(ferretdb_tls):
+    """The binding's TLS (the load driver's Tls class: the CA, the client certificate and its key from one PEM
+    file, the hostname checked) on YCSB workload A."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
+
+    server, files = ferretdb_tls
+    driver_home = os.path.join(ROOT, ".lab", "test", "load-driver")
+    if not os.path.isdir(driver_home):
+        pytest.skip("the load driver is installed by test_load_driver_runs_workload_a")
+    params = dict(
+        store="mongodb",
+        hosts=["127.0.0.1:%d" % server.tls_port],
+        driver_home=driver_home,
+        threads=2,
+        processes=1,
+        target=0,
+        workload="a",
+        phases=["load", "run"],
+        reload=True,
+        database="ycsb_it_tls",
+        tls=True,
+        ca_file=files["ca"],
+        # one PEM file with the certificate and its key, as the MongoDB adapter takes it
+        client_cert_file=files["client"],
+        properties={"recordcount": 200, "operationcount": 200},
+    )
+    load, run = loadrun.execute(params, loadrun.plan(params))
+    assert load["operations"]["insert"]["count"] == 200 and load["failed_total"] == 0
+    assert run["operations"]["read"]["count"] + run["operations"]["update"]["count"] == 200
+    assert run["failed_total"] == 0
 
 
 # --- what FerretDB 1.24 lacks (these paths run against recorded replies) -----------------------------------
