@@ -779,8 +779,12 @@ class PrometheusHistory(HistoryStore):
         if isinstance(duration, bool) or not isinstance(duration, (int, float)) or duration <= 0:
             raise HistoryError("duration: %r is not a number of seconds above 0" % (duration,))
         end = self.clock() if end is None else parse_time(end, "end")
-        reader = prometheus.PrometheusSamples(self.client, duration, self.rate_window or duration)
         try:
+            # A rate needs two scrapes in its window: a window shorter than two scrape intervals (and a bit) is
+            # read over that much instead, and the samples say so (extra.window_s).
+            interval = self.client.scrape_interval(cluster) or 0.0
+            rate_window = max(self.rate_window or duration, duration, 2.0 * interval + 1.0 if interval else 0.0)
+            reader = prometheus.PrometheusSamples(self.client, duration, rate_window)
             found = reader.read(store, cluster, end - duration, end, exact=True)
         except prometheus.PrometheusError as exc:
             raise HistoryError("path: %s" % exc) from None

@@ -150,8 +150,40 @@ class PrometheusClient:
         return list(series.values())
 
     def targets(self):
-        """The active targets: [{"labels", "health", "lastError", "scrapeUrl"}]."""
+        """The active targets: [{"labels", "health", "lastError", "scrapeUrl", "scrapeInterval"}]."""
         return self._get("/api/v1/targets", {"state": "active"}).get("activeTargets", [])
+
+    def scrape_interval(self, cluster=None):
+        """The longest scrape interval (seconds) of the active targets (of cluster's, when given), or None when the
+        server does not say."""
+        found = []
+        for target in self.targets():
+            if cluster is not None and (target.get("labels") or {}).get("cluster") != cluster:
+                continue
+            seconds = duration_seconds(target.get("scrapeInterval"))
+            if seconds:
+                found.append(seconds)
+        return max(found) if found else None
+
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def duration_seconds(text):
+    """Seconds of a Prometheus duration such as 5s, 1m30s or 250ms; None for anything else."""
+    if not isinstance(text, str) or not text:
+        return None
+    total, number = 0.0, ""
+    rest = text
+    while rest:
+        digits = len(rest) - len(rest.lstrip("0123456789."))
+        number, rest = rest[:digits], rest[digits:]
+        unit = "ms" if rest.startswith("ms") else rest[:1]
+        if not number or unit not in _UNITS:
+            return None
+        total += float(number) * _UNITS[unit]
+        rest = rest[len(unit) :]
+    return total
 
 
 URL_OPTIONS = ("records", "step", "rate_window", "ca_file", "cert_file", "key_file", "validate_certs", "timeout")

@@ -339,3 +339,30 @@ def test_parse_url(url, base, options):
 def test_parse_url_refuses_other_schemes_by_field():
     with pytest.raises(prometheus.PrometheusError, match=r"^guard_prometheus.url: 'redis://h:1' is not prometheus://"):
         prometheus.client_from_url("redis://h:1", "guard_prometheus.url")
+
+
+@pytest.mark.parametrize(
+    "text, seconds", [("5s", 5.0), ("1m30s", 90.0), ("250ms", 0.25), ("2h", 7200.0), ("", None), ("5x", None)]
+)
+def test_duration_seconds(text, seconds):
+    assert prometheus.duration_seconds(text) == seconds
+
+
+def test_a_window_shorter_than_two_scrapes_is_read_over_two_scrapes():
+    class Targets(FakeServer):
+        def open(self, url, timeout=None):
+            if urllib.parse.urlsplit(url).path == "/api/v1/targets":
+                targets = [
+                    {"labels": {"cluster": "lab"}, "scrapeInterval": "5s"},
+                    {"labels": {}, "scrapeInterval": "1m"},
+                ]
+                return io.BytesIO(json.dumps({"status": "success", "data": {"activeTargets": targets}}).encode())
+            return super().open(url, timeout)
+
+    server = Targets(_cassandra_series())
+    client = prometheus.PrometheusClient("http://127.0.0.1:9390", opener=server)
+    history = PrometheusHistory("prometheus://127.0.0.1:9390", client=client, clock=lambda: 1047.5)
+    result = history.window("cassandra", "lab", 3.3)
+    assert result["aggregate"]["window_s"] == 3.3 and result["samples"][0]["extra"]["window_s"] == 11.0
+    ranges = [p for path, p in server.queries if path == "/api/v1/query_range"]
+    assert any("[11000ms]" in p["query"] for p in ranges)
