@@ -210,3 +210,17 @@ def test_two_controllers_in_two_directories_see_each_others_plans_effects_and_ap
     )
     assert again.returncode == 0, again.stderr
     assert not again.task("Keep the plan in the history the controllers share")["changed"], "kept once"
+    # A person approves the plan on the first controller: the approval reaches the shared history.
+    approved = run_playbook(
+        "playbooks/approve_plan.yml",
+        str(inventory),
+        dict(common, tactician_plan_file=plan_path, tactician_approved_by="jane.doe"),
+    )
+    assert approved.returncode == 0, approved.stderr
+    from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_history
+
+    with history_store.open_history(url, readonly=True) as store:
+        kept = plan_history.plans(store, "orders")
+    assert (
+        len(kept) == 1 and kept[0]["plan"]["approval"]["approved"] and kept[0]["plan"]["approval"]["by"] == "jane.doe"
+    )
