@@ -704,6 +704,42 @@ class PostgresHistory(SQLHistory):
 # ---------------------------------------------------------------------------------------------------------------
 
 
+class _NoRecords:
+    """The records of a Prometheus history whose file does not exist yet, opened read-only: empty; a write says why."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def _refuse(self, *args, **kwargs):
+        raise HistoryError("path: the records history %s does not exist and was opened read-only" % self.path)
+
+    add_samples = record_config = save_state = _refuse
+
+    def samples(self, *args, **kwargs):
+        return []
+
+    def get_config(self, config_id):
+        return None
+
+    def config_at(self, *args, **kwargs):
+        return None
+
+    def load_state(self, key):
+        return None
+
+    def config_log(self, *args, **kwargs):
+        return []
+
+    def transitions(self, *args, **kwargs):
+        return []
+
+    def states(self, prefix):
+        return []
+
+    def close(self):
+        pass
+
+
 class PrometheusHistory(HistoryStore):
     """Samples read from a Prometheus server (telemetry/prometheus.py), at every step of ``step`` seconds over any
     window; configurations, transitions, saved state and the samples observe writes go to ``records``, a SQL
@@ -732,9 +768,15 @@ class PrometheusHistory(HistoryStore):
 
     @property
     def records(self):
-        """The SQL history beside the samples, opened when first needed (a reader of samples alone needs none)."""
+        """The SQL history beside the samples, opened when first needed (a reader of samples alone needs none). A
+        records file that does not exist yet, opened read-only, reads as empty (nothing was recorded yet)."""
         if self._records is None:
-            self._records = open_history(self._records_at[0], **self._records_at[1])
+            where, options = self._records_at
+            local = local_file(where) if where else default_history_path()
+            if local is not None and not os.path.exists(local) and (options["readonly"] or not options["create"]):
+                self._records = _NoRecords(local)
+            else:
+                self._records = open_history(where, **options)
         return self._records
 
     # samples: read from Prometheus; those written go to the records

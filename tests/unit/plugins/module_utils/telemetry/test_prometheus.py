@@ -366,3 +366,13 @@ def test_a_window_shorter_than_two_scrapes_is_read_over_two_scrapes():
     assert result["aggregate"]["window_s"] == 3.3 and result["samples"][0]["extra"]["window_s"] == 11.0
     ranges = [p for path, p in server.queries if path == "/api/v1/query_range"]
     assert any("[11000ms]" in p["query"] for p in ranges)
+
+
+def test_records_not_created_yet_read_as_empty_when_opened_read_only(tmp_path):
+    url = "prometheus://127.0.0.1:9390?records=%s" % urllib.parse.quote(str(tmp_path / "none.sqlite3"))
+    with open_history(url, create=False, readonly=True) as history:
+        assert history.load_state("effect/lab") is None and history.states("effect/") == []
+        assert history.config_log("lab") == [] and history.transitions("lab") == []
+        with pytest.raises(HistoryError, match=r"^path: the records history .*none.sqlite3 does not exist"):
+            history.save_state("k", {})
+    assert not (tmp_path / "none.sqlite3").exists()
