@@ -514,6 +514,10 @@ def _assert_prometheus_agrees(store, cluster, observed, driven, servers):
     assert read["aggregate"]["extra"]["source"] == "prometheus"
     prometheus_cpu = sum(s["extra"]["process_cpu_pct"] for s in read["samples"] if s["node"] in servers) / 100.0
     own_cpu = sum(b - a for a, b in zip(before, after, strict=True)) / (end - start)
+    print(
+        "%s from Prometheus over %.1f s: %.1f ops/s against the driver's %.1f; servers' CPU %.3f against /proc's %.3f"
+        % (store, end - start, read["aggregate"]["throughput"], rate, prometheus_cpu, own_cpu)
+    )
     assert own_cpu > 0 and abs(prometheus_cpu - own_cpu) <= 0.10 * own_cpu, (prometheus_cpu, own_cpu)
     return read
 
@@ -1012,6 +1016,7 @@ def _stop_own_load_clients():
 
 def _autotune_under_load(tmp_path, default_config, claimed):
     import threading
+    import urllib.parse
 
     import yaml
 
@@ -1062,8 +1067,21 @@ def _autotune_under_load(tmp_path, default_config, claimed):
         import time
 
         time.sleep(15)  # the load phase, then the run
-        only = run_playbook(AUTOTUNE, INVENTORY, dict(common))
+        # plan_only on a Prometheus history (the test stack's; records in the test's file): nothing polls the node,
+        # every sub-window is read from Prometheus, and the forecast reads a sample at each of its steps.
+        prometheus = "prometheus://127.0.0.1:9391?records=" + urllib.parse.quote(common["tactician_history"])
+        only = run_playbook(AUTOTUNE, INVENTORY, dict(common, tactician_history=prometheus))
         assert only.returncode == 0, only.stderr[-4000:]
+        ran = [(task, res) for task, _host, res in only.results if task and not res.get("skipped")]
+        read = [res for task, res in ran if task.startswith("Read from Prometheus the sub-window")]
+        assert len(read) == 3 and all(res["source"] == "prometheus" for res in read)
+        assert not [task for task, _res in ran if task.startswith("Observe the workload in this sub-window")]
+        forecast = only.task("Forecast the workload over the lookahead")
+        assert forecast["series_points"] > 0
+        print(
+            "autotune on Prometheus: %d steps of 30 s, %d filled"
+            % (forecast["series_points"], forecast["filled_steps"])
+        )
         plans = sorted(glob.glob(str(tmp_path / "plans" / "cassandra-2*.yml")))
         assert len(plans) == 1 and not os.path.exists(tmp_path / "plans" / "cassandra-applied.yml")
         assert os.path.exists(tmp_path / "reports" / "cassandra" / "report.html")

@@ -436,7 +436,6 @@ def complete(pending, node_usage, history=None):
 def _aggregate(store, cluster, end, duration, samples, probes, trackers, firsts=None):
     firsts = firsts or {}
     counted = [s for s, p in zip(samples, probes, strict=True) if p.counted]
-    ops = {op: sum(s["ops_per_s"][op] for s in counted) for op in telemetry.OPS}
     hits = {}
     for name in HIT_COUNTERS[store]:
         total_hits = total_requests = 0.0
@@ -446,29 +445,7 @@ def _aggregate(store, cluster, end, duration, samples, probes, trackers, firsts=
                 total_hits += rates[name + "_hits"]
                 total_requests += rates[name + "_requests"]
         hits[name] = min(total_hits / total_requests, 1.0) if total_requests else None
-    data = [s["data_bytes"] for s in counted if s["data_bytes"] is not None]
-    latency = {}
-    for sample in counted:
-        for op, points in sample["latency_ms"].items():
-            into = latency.setdefault(op, {})
-            for key, value in points.items():
-                if value is not None and (into.get(key) is None or value > into[key]):
-                    into[key] = value
-    resources = _mean_resources(samples)
-    return telemetry.new_sample(
-        store,
-        cluster,
-        telemetry.AGGREGATE_NODE,
-        end,
-        duration,
-        ops,
-        hit_ratio=hits,
-        data_bytes=sum(data) if data else None,
-        latency_ms=latency,
-        resources=resources,
-        extra={"nodes": [s["node"] for s in counted]},
-        state=telemetry.aggregate_state(store, [s.get("state") for s in samples]),
-    )
+    return telemetry.cluster_sample(store, cluster, end, duration, samples, counted, hits)
 
 
 def summary(result):

@@ -573,7 +573,6 @@ def _machine_resources(index, host, t):
 
 
 def _cluster_sample(store, cluster, t, step, node_samples, counted, counts_by_node):
-    ops = {op: sum(s["ops_per_s"][op] for s in counted) for op in telemetry.OPS}
     hits = {}
     names = {name for counts in counts_by_node.values() for name in counts}
     for name in sorted(names):
@@ -581,32 +580,7 @@ def _cluster_sample(store, cluster, t, step, node_samples, counted, counts_by_no
         total_hits = sum(h for h, r in pairs if h is not None and r)
         total_requests = sum(r for h, r in pairs if h is not None and r)
         hits[name] = _ratio((total_hits, total_requests)) if total_requests else None
-    data = [s["data_bytes"] for s in counted if s["data_bytes"] is not None]
-    latency = {}
-    for sample in counted:
-        for op, points in sample["latency_ms"].items():
-            into = latency.setdefault(op, {})
-            for key, value in points.items():
-                if value is not None and (into.get(key) is None or value > into[key]):
-                    into[key] = value
-    resources = {}
-    for key in telemetry.RESOURCES:
-        values = [s["resources"][key] for s in node_samples if s["resources"].get(key) is not None]
-        resources[key] = (sum(values) / len(values)) if values else None
-    return telemetry.new_sample(
-        store,
-        cluster,
-        telemetry.AGGREGATE_NODE,
-        t,
-        step,
-        ops,
-        hit_ratio=hits,
-        data_bytes=sum(data) if data else None,
-        latency_ms=latency,
-        resources=resources,
-        extra={"source": "prometheus", "nodes": [s["node"] for s in counted]},
-        state=telemetry.aggregate_state(store, [s.get("state") for s in node_samples]),
-    )
+    return telemetry.cluster_sample(store, cluster, t, step, node_samples, counted, hits, {"source": "prometheus"})
 
 
 # ------------------------------------------------------------------------------------------------ a roll's guards

@@ -394,3 +394,37 @@ def new_sample(
             dict(empty_state(store), **state) if isinstance(state, dict) and store in STATE_FIELDS else state
         )
     return validate_sample(sample)
+
+
+def cluster_sample(store, cluster, time, window_s, samples, counted, hit_ratio, extra=None):
+    """The cluster's sample from its nodes' samples, whoever read them (observe polling, or Prometheus): the
+    operations and data of the counted nodes summed (Redis: masters only), their worst latency per operation and
+    percentile, the mean of every node's resources, every node's state combined (aggregate_state); hit_ratio as
+    the caller computed it over every node's hits and requests."""
+    ops = {op: sum(s["ops_per_s"][op] for s in counted) for op in OPS}
+    data = [s["data_bytes"] for s in counted if s["data_bytes"] is not None]
+    latency = {}
+    for sample in counted:
+        for op, points in sample["latency_ms"].items():
+            into = latency.setdefault(op, {})
+            for key, value in points.items():
+                if value is not None and (into.get(key) is None or value > into[key]):
+                    into[key] = value
+    resources = {}
+    for key in RESOURCES:
+        values = [s["resources"][key] for s in samples if s["resources"].get(key) is not None]
+        resources[key] = sum(values) / len(values) if values else None
+    return new_sample(
+        store,
+        cluster,
+        AGGREGATE_NODE,
+        time,
+        window_s,
+        ops,
+        hit_ratio=hit_ratio,
+        data_bytes=sum(data) if data else None,
+        latency_ms=latency,
+        resources=resources,
+        extra=dict(extra or {}, nodes=[s["node"] for s in counted]),
+        state=aggregate_state(store, [s.get("state") for s in samples]),
+    )
