@@ -46,8 +46,8 @@ options:
     default: samples
   missing:
     description:
-      - What a history file that does not exist gives - V(error), or V(empty) (nothing recorded yet, as on a
-        cluster's first run).
+      - What a history file that does not exist, or a database nothing has written to yet, gives - V(error), or
+        V(empty) (nothing recorded yet, as on a cluster's first run).
     type: str
     choices: [error, empty]
     default: error
@@ -120,6 +120,7 @@ from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects, plan_history
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.history import (
+    EmptyHistoryError,
     default_history_path,
     local_file,
     open_history,
@@ -175,6 +176,10 @@ def history_lookup(
         )
     try:
         history = open_history(path, readonly=True)
+    except EmptyHistoryError as exc:
+        if missing == "empty":
+            return []
+        raise AnsibleLookupError("history: %s" % exc) from None
     except ValueError as exc:
         raise AnsibleLookupError("history: %s" % exc) from None
     entries = []

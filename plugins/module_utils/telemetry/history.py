@@ -46,6 +46,10 @@ class HistoryError(TelemetryError, ValueError):
     """Bad input for, or a problem with, the history store. The message starts with the field at fault."""
 
 
+class EmptyHistoryError(HistoryError):
+    """A history opened read-only that nothing has written yet (no tables: schema version 0)."""
+
+
 class SecretError(HistoryError, secrets.SecretError):
     """A value refused because its key looks like a secret (the history never stores one)."""
 
@@ -304,6 +308,11 @@ class SQLHistory(HistoryStore):
             raise HistoryError(
                 "schema_version: %s is at version %d; this collection knows up to %d, upgrade it"
                 % (self.name, version, SCHEMA_VERSION)
+            )
+        if version == 0:
+            raise EmptyHistoryError(
+                "schema_version: %s holds no history yet (nothing has written to it); open it once for writing"
+                % self.name
             )
         if version < SCHEMA_VERSION:
             raise HistoryError(

@@ -47,3 +47,14 @@ def test_check_mode_writes_nothing_and_bad_input_is_named(tmp_path):
             plan_history.plans(history, "a/b")
         with pytest.raises(plan_history.PlanHistoryError, match=r"^applied: not an applied record"):
             plan_history.record_applied(history, "lab", {"configuration": {}})
+
+
+def test_a_history_nothing_wrote_to_yet_reads_empty_when_asked(tmp_path):
+    """The first run on a new shared database: its tables are not made yet (as a file with no tables here)."""
+    from ansible.errors import AnsibleLookupError
+
+    empty = tmp_path / "empty.sqlite3"
+    empty.write_bytes(b"")
+    assert history_lookup(["lab"], path=str(empty), kind="applied", missing="empty") == []
+    with pytest.raises(AnsibleLookupError, match=r"holds no history yet"):
+        history_lookup(["lab"], path=str(empty), kind="applied")
