@@ -21,6 +21,8 @@ description:
     packaged install binds it by default); its view of the ring is then read by nodetool only on that host, and
     by CQL from its gossip state everywhere else.
   - C(redis) gives one C(host:port) string per host.
+  - C(mongodb) gives one dict per host with C(address) (C(host:port), port 27017 unless C(tactician_node_port))
+    and C(host) (the inventory name), as M(tactician.nosql.observe) takes them.
 version_added: 0.1.0
 author:
   - Tactician maintainers (@tactician)
@@ -33,7 +35,7 @@ options:
   store:
     description: Which shape to return.
     type: str
-    choices: [cassandra, redis]
+    choices: [cassandra, redis, mongodb]
     required: true
 """
 
@@ -46,6 +48,11 @@ EXAMPLES = r"""
 - name: Redis cluster health
   tactician.nosql.redis_health:
     nodes: "{{ query('tactician.nosql.cluster_nodes', 'redis', store='redis') }}"
+
+- name: Sample the MongoDB nodes for 30 s
+  tactician.nosql.observe:
+    store: mongodb
+    nodes: "{{ query('tactician.nosql.cluster_nodes', 'mongodb', store='mongodb') }}"
 """
 
 RETURN = r"""
@@ -96,6 +103,9 @@ def _node(store, host, hostvars):
         if hostvars.get("tactician_node_port"):
             node["native_port"] = int(hostvars["tactician_node_port"])
         return node
+    if store == "mongodb":
+        port = int(hostvars.get("tactician_node_port", 27017))
+        return {"host": host, "address": "%s:%d" % (_address(host, hostvars, None), port)}
     port = int(hostvars.get("tactician_node_port", hostvars.get("redis_node_port", 6379)))
     return "%s:%d" % (_address(host, hostvars, "redis_node_bind"), port)
 

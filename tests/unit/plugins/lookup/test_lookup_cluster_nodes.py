@@ -72,3 +72,19 @@ def test_a_packaged_node_with_jmx_on_loopback_is_asked_by_nodetool_on_its_own_ho
     }
     local = [node.get("jmx_local", False) for node in cluster_nodes(["cassandra"], variables, "cassandra")]
     assert local == [True, False, False, True]
+
+
+def test_mongodb_shape_is_what_observe_takes():
+    variables = {
+        "groups": {"mongodb": ["m1", "m2", "m3"]},
+        "hostvars": {
+            "m1": {"ansible_host": "10.0.0.31"},
+            "m2": {"tactician_node_address": "10.0.1.32", "ansible_host": "m2.example", "tactician_node_port": "27018"},
+            "m3": {},
+        },
+    }
+    assert cluster_nodes(["mongodb"], variables, "mongodb") == [
+        {"host": "m1", "address": "10.0.0.31:27017"},
+        {"host": "m2", "address": "10.0.1.32:27018"},
+        {"host": "m3", "address": "m3:27017"},
+    ]
