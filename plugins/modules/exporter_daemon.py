@@ -10,7 +10,8 @@ short_description: Start, stop or restart one monitoring process (Prometheus, an
 description:
   - Runs O(argv) detached from Ansible (never through a shell) and records the process's own PID in O(pid_file),
     so that a second run finds it again and changes nothing.
-  - A start returns when O(ready_url) answers HTTP 200 (a GET on this machine, no proxy).
+  - A start returns when O(ready_url) answers HTTP 200 (a GET on this machine, no proxy), or, for a server that
+    speaks no HTTP (the lab's FerretDB), when O(ready_tcp) accepts a TCP connection.
   - With O(restart_on_change), a running process is restarted when one of O(config_files) (by digest), O(argv) or
     O(environment) differs from what it was started with.
   - Secrets (a password the exporter logs in with) go in O(environment) only - the argument vector of a process
@@ -61,8 +62,16 @@ options:
         its host is a loopback address or an IP address of this machine (the process's own listen address).
       - Without it, a start returns as soon as the process runs.
     type: str
+  ready_tcp:
+    description:
+      - C(host:port) (C([address]:port) for IPv6) that accepts a TCP connection once the process serves, for
+        example C(127.0.0.1:27027); its host is a loopback address or an IP address of this machine.
+      - A start fails without starting anything when the address accepts connections already (another process
+        holds it).
+      - Mutually exclusive with O(ready_url); without either, a start returns as soon as the process runs.
+    type: str
   start_timeout:
-    description: Seconds to wait for O(ready_url) to answer 200.
+    description: Seconds to wait for O(ready_url) to answer 200 or O(ready_tcp) to accept a connection.
     type: int
     default: 60
   stop_timeout:
@@ -156,10 +165,12 @@ def main():
             environment=dict(type="dict", default={}, no_log=True),
             config_files=dict(type="list", elements="path", default=[]),
             ready_url=dict(type="str"),
+            ready_tcp=dict(type="str"),
             start_timeout=dict(type="int", default=60),
             stop_timeout=dict(type="int", default=30),
             restart_on_change=dict(type="bool", default=True),
         ),
+        mutually_exclusive=[["ready_url", "ready_tcp"]],
         supports_check_mode=True,
     )
     try:

@@ -4,8 +4,9 @@
 
 Plain Python, no Ansible: module exporter_daemon is a thin face over exporter_daemon() here. The process is
 started detached by core/process.py (its own PID recorded, never a shell's), and a start returns only when
-ready_url answers HTTP 200. A running process whose config files, argument vector or environment changed since
-it started is restarted, as the store daemons are (stores/daemons.py: digest of the files plus a start
+ready_url answers HTTP 200, or ready_tcp (host:port) accepts a connection (a server that speaks no HTTP: the
+lab's FerretDB, role ferretdb_node). A running process whose config files, argument vector or environment changed
+since it started is restarted, as the store daemons are (stores/daemons.py: digest of the files plus a start
 signature). Secrets reach the process through its environment only, never its argument vector (which any user
 of the machine can read in /proc).
 """
@@ -31,7 +32,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons imp
     wanted_state,
 )
 
-__all__ = ["STATES", "MonitoringError", "check_params", "exporter_daemon", "http_ready"]
+__all__ = ["STATES", "MonitoringError", "check_params", "exporter_daemon", "http_ready", "tcp_address"]
 
 
 class MonitoringError(StoreError, ValueError):
@@ -89,6 +90,10 @@ def check_params(params, check_mode=False):
             raise MonitoringError(
                 "ready_url: %r is not on this machine (a loopback address, or an IP address of its own)" % url
             )
+    if params.get("ready_tcp"):
+        if url:
+            raise MonitoringError("ready_tcp: give ready_url or ready_tcp, not both")
+        tcp_address(params["ready_tcp"])
     for field in ("start_timeout", "stop_timeout"):
         value = params.get(field)
         if value is not None and int(value) <= 0:
@@ -96,6 +101,33 @@ def check_params(params, check_mode=False):
     for path in params.get("config_files") or []:
         if params["state"] != "stopped" and not check_mode and not os.path.isfile(path):
             raise MonitoringError("config_files: %s does not exist" % path)
+
+
+def tcp_address(value):
+    """(host, port) of a ready_tcp "host:port" ("[v6]:port" for IPv6) on this machine; MonitoringError otherwise."""
+    parsed = urllib.parse.urlsplit("//" + str(value))
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    if not parsed.hostname or not port or parsed.path or parsed.query or parsed.username:
+        raise MonitoringError("ready_tcp: %r is not host:port" % value)
+    if not _this_machine(parsed.hostname):
+        raise MonitoringError(
+            "ready_tcp: %r is not on this machine (a loopback address, or an IP address of its own)" % value
+        )
+    return parsed.hostname, port
+
+
+def _readiness(params, name):
+    """The predicate a start waits for, and what it waits for in words (None: the process running is enough)."""
+    url, tcp = params.get("ready_url"), params.get("ready_tcp")
+    if url:
+        return "ready_url", (lambda: http_ready(url)), "%s to answer 200 at %s" % (name, url)
+    if tcp:
+        host, port = tcp_address(tcp)
+        return "ready_tcp", (lambda: process.port_open(host, port)), "%s to accept connections on %s" % (name, tcp)
+    return None, None, "%s to run" % name
 
 
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -146,23 +178,26 @@ def exporter_daemon(params, check_mode=False):
         pid = None
     if state in ("started", "restarted"):
         log_file = params.get("log_file") or (pid_file + ".out")
+        field, ready, what = _readiness(params, name)
+        if field == "ready_tcp" and ready():
+            # Another process holds the address: its answer would pass for ours while ours fails to listen.
+            raise MonitoringError("ready_tcp: %s: %s already accepts connections" % (name, params["ready_tcp"]))
         with watch.step("start"):
             try:
                 pid = process.spawn(argv, pid_file, log_file, env=params["environment"])
             except process.ProcessError as exc:
                 raise MonitoringError("argv: %s: %s" % (name, exc)) from exc
-            url = params.get("ready_url")
             try:
                 process.wait_until(
-                    (lambda: http_ready(url)) if url else (lambda: process.pid_alive(pid)),
+                    ready or (lambda: process.pid_alive(pid)),
                     params.get("start_timeout") or 60,
                     interval=0.2,
                     alive_pid=pid,
                     log_file=log_file,
-                    what="%s to answer 200 at %s" % (name, url) if url else "%s to run" % name,
+                    what=what,
                 )
             except process.ProcessError as exc:
-                field = "ready_url" if process.pid_alive(pid) else "argv"
+                field = field if field and process.pid_alive(pid) else "argv"
                 process.terminate(pid, timeout=10)
                 process.remove_pid_file(pid_file)
                 raise MonitoringError("%s: %s: %s" % (field, name, exc)) from exc

@@ -56,6 +56,11 @@ def web(tmp_path):
         (dict(argv=["true", ""]), "argv"),
         (dict(ready_url="https://127.0.0.1:9/"), "ready_url"),
         (dict(ready_url="http://203.0.113.7:9100/"), "ready_url"),
+        (dict(ready_url=None, ready_tcp="127.0.0.1"), "ready_tcp"),
+        (dict(ready_url=None, ready_tcp="127.0.0.1:99999"), "ready_tcp"),
+        (dict(ready_url=None, ready_tcp="127.0.0.1:27027/x"), "ready_tcp"),
+        (dict(ready_url=None, ready_tcp="203.0.113.7:27027"), "ready_tcp"),
+        (dict(ready_tcp="127.0.0.1:27027"), "ready_tcp"),
         (dict(environment={"A=B": "x"}), "environment"),
         (dict(environment={"A": ["x"]}), "environment"),
         (dict(start_timeout=0), "start_timeout"),
@@ -127,5 +132,35 @@ def test_a_process_that_exits_at_once_fails_naming_argv(web, tmp_path):
 def test_a_process_that_never_answers_fails_naming_ready_url(web):
     params = dict(web, argv=[sys.executable, "-c", "import time; time.sleep(60)"], start_timeout=1)
     with pytest.raises(MonitoringError, match="^ready_url: web: timed out"):
+        exporter_daemon(params)
+    assert not os.path.exists(web["pid_file"])
+
+
+def test_ready_tcp_waits_for_the_port_and_refuses_a_port_someone_holds(web):
+    """A server that speaks no HTTP: ready once its port accepts a connection; a port held by another process is
+    refused before anything starts (its answer would pass for ours)."""
+    host, port = monitoring.tcp_address(web["ready_url"].split("//")[1].rstrip("/"))
+    assert (host, port) == ("127.0.0.1", int(web["argv"][-1]))
+    params = dict(web, ready_url=None, ready_tcp="%s:%d" % (host, port))
+    started = exporter_daemon(params)
+    assert started["actions"] == ["start"] and process.port_open(host, port)
+    assert exporter_daemon(params)["changed"] is False
+
+    other = dict(params, name="other", pid_file=params["pid_file"] + ".other")
+    with pytest.raises(MonitoringError, match="^ready_tcp: other: 127.0.0.1:%d already accepts connections" % port):
+        exporter_daemon(other)
+    assert not os.path.exists(other["pid_file"])
+    assert exporter_daemon(dict(params, state="stopped"))["actions"] == ["stop"]
+
+
+def test_a_process_that_never_listens_fails_naming_ready_tcp(web):
+    params = dict(
+        web,
+        argv=[sys.executable, "-c", "import time; time.sleep(60)"],
+        ready_url=None,
+        ready_tcp="127.0.0.1:%d" % _free_port(),
+        start_timeout=1,
+    )
+    with pytest.raises(MonitoringError, match="^ready_tcp: web: timed out .* to accept connections on 127.0.0.1:"):
         exporter_daemon(params)
     assert not os.path.exists(web["pid_file"])
