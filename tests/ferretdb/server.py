@@ -11,12 +11,13 @@ The binary is built by scripts/build-ferretdb.sh into <repo>/.lab/ferretdb/bin (
 here when its sources changed since). A server started here is the child of the Python process: it is stopped by
 its own PID, and it also exits by itself when that process goes away (its standard input closes).
 
-For a server that has to outlive one process (a Molecule scenario runs several playbooks), the command line
-starts it detached, records its PID in <dir>/ferretdb.pid and stops that PID only; each call prints one JSON
-line ({"changed": ..., "pid": ..., "msg": ...}) and exits 1 on failure:
+For a server that has to outlive one process (trying a command by hand), the command line starts it detached,
+records its PID in <dir>/ferretdb.pid and stops that PID only; each call prints one JSON line ({"changed": ...,
+"pid": ..., "msg": ...}) and exits 1 on failure. The lab, the lab tests and the Molecule scenario use role
+ferretdb_node instead.
 
-    python tests/ferretdb/server.py start --port 27118 --dir .lab/molecule-mongodb-tactics
-    python tests/ferretdb/server.py stop --dir .lab/molecule-mongodb-tactics
+    python tests/ferretdb/server.py start --port 27118 --dir .lab/ferretdb-try
+    python tests/ferretdb/server.py stop --dir .lab/ferretdb-try
 
 See docs/testing-mongodb.md for which MongoDB code paths run against FerretDB and which do not.
 """
@@ -225,7 +226,7 @@ class FerretDB:
         return "FerretDB(%s, pid=%s)" % (self.address, self.pid)
 
 
-# The detached server of a Molecule scenario.
+# A detached server, started and stopped from the command line.
 
 
 def _read_pid(pid_file):
