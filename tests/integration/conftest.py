@@ -60,6 +60,24 @@ def ferretdb(tmp_path_factory):
         assert not left, "left running by the FerretDB fixture: %s" % left
 
 
+@pytest.fixture(scope="session")
+def load_driver_home():
+    """The load driver (role load_driver) installed once per run under .lab/test, where the lab tests' lab_up puts
+    it too; its home directory."""
+    import os
+
+    from ansible_run import ROOT, run_playbook
+
+    lab_dir = os.path.join(ROOT, ".lab", "test")
+    install = run_playbook(
+        os.path.join(ROOT, "tests", "integration", "playbooks", "load_driver.yml"),
+        os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml"),
+        {"lab_dir": lab_dir},
+    )
+    assert install.returncode == 0, install.stderr
+    return os.path.join(lab_dir, "load-driver")
+
+
 @pytest.fixture()
 def pgpass(postgres, monkeypatch):
     """The server, with its password file in this test's environment (libpq reads PGPASSFILE)."""

@@ -209,60 +209,41 @@ def test_index_tactics_playbook_twice(ferretdb):
     assert result.task("Created once, found again")["msg"] == "All assertions passed"
 
 
-def test_load_driver_runs_workload_a(ferretdb):
-    """The MongoDB binding of the load driver (Java sync driver) loads and runs YCSB workload A."""
-    lab_dir = os.path.join(ROOT, ".lab", "test")
-    install = run_playbook(
-        os.path.join(ROOT, "tests", "integration", "playbooks", "load_driver.yml"), INVENTORY, {"lab_dir": lab_dir}
-    )
-    assert install.returncode == 0, install.stderr
+def _ycsb(driver_home, address, workload, database, threads, records, operations, **options):
+    """YCSB workload (load, then run) through the load driver's MongoDB binding against address; (load, run)."""
     from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 
     params = dict(
         store="mongodb",
-        hosts=[ferretdb.address],
-        driver_home=os.path.join(lab_dir, "load-driver"),
-        threads=8,
-        processes=1,
-        target=0,
-        workload="a",
-        phases=["load", "run"],
-        reload=True,
-        database="ycsb_it",
-        properties={"recordcount": 1000, "operationcount": 2000},
-    )
-    load, run = loadrun.execute(params, loadrun.plan(params))
-    assert load["operations"]["insert"]["count"] == 1000 and load["failed_total"] == 0
-    assert run["operations"]["read"]["count"] + run["operations"]["update"]["count"] == 2000
-    assert run["failed_total"] == 0
-
-
-def test_load_driver_scans_workload_e(ferretdb):
-    """The binding's scans ($gte on _id, sorted, limited) on YCSB workload E, 0 failures (runs after workload A,
-    which installed the driver)."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
-
-    driver_home = os.path.join(ROOT, ".lab", "test", "load-driver")
-    if not os.path.isdir(driver_home):
-        pytest.skip("the load driver is installed by test_load_driver_runs_workload_a")
-    params = dict(
-        store="mongodb",
-        hosts=[ferretdb.address],
+        hosts=[address],
         driver_home=driver_home,
-        threads=4,
+        threads=threads,
         processes=1,
         target=0,
-        workload="e",
+        workload=workload,
         phases=["load", "run"],
         reload=True,
-        database="ycsb_it_e",
-        properties={"recordcount": 300, "operationcount": 200},
+        database=database,
+        properties={"recordcount": records, "operationcount": operations},
+        **options,
     )
     load, run = loadrun.execute(params, loadrun.plan(params))
-    assert load["operations"]["insert"]["count"] == 300 and load["failed_total"] == 0
+    assert load["operations"]["insert"]["count"] == records and load["failed_total"] == 0
+    assert run["failed_total"] == 0
+    return load, run
+
+
+def test_load_driver_runs_workload_a(ferretdb, load_driver_home):
+    """The MongoDB binding of the load driver (Java sync driver) loads and runs YCSB workload A."""
+    _load, run = _ycsb(load_driver_home, ferretdb.address, "a", "ycsb_it", threads=8, records=1000, operations=2000)
+    assert run["operations"]["read"]["count"] + run["operations"]["update"]["count"] == 2000
+
+
+def test_load_driver_scans_workload_e(ferretdb, load_driver_home):
+    """The binding's scans ($gte on _id, sorted, limited) on YCSB workload E, 0 failures."""
+    _load, run = _ycsb(load_driver_home, ferretdb.address, "e", "ycsb_it_e", threads=4, records=300, operations=200)
     assert run["operations"]["scan"]["count"] > 0
     assert run["operations"]["scan"]["count"] + run["operations"].get("insert", {}).get("count", 0) == 200
-    assert run["failed_total"] == 0
 
 
 # --- TLS: a FerretDB of this module's own with a TLS listener that requires a client certificate --------------
@@ -361,36 +342,24 @@ def test_observe_over_tls_with_the_store_neutral_options(ferretdb_tls):
     assert isinstance(sample["extra"]["collections"], dict)
 
 
-def test_load_driver_over_tls_with_a_client_certificate(ferretdb_tls):
+def test_load_driver_over_tls_with_a_client_certificate(ferretdb_tls, load_driver_home):
     """The binding's TLS (the load driver's Tls class: the CA, the client certificate and its key from one PEM
     file, the hostname checked) on YCSB workload A."""
-    from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
-
     server, files = ferretdb_tls
-    driver_home = os.path.join(ROOT, ".lab", "test", "load-driver")
-    if not os.path.isdir(driver_home):
-        pytest.skip("the load driver is installed by test_load_driver_runs_workload_a")
-    params = dict(
-        store="mongodb",
-        hosts=["127.0.0.1:%d" % server.tls_port],
-        driver_home=driver_home,
+    _load, run = _ycsb(
+        load_driver_home,
+        "127.0.0.1:%d" % server.tls_port,
+        "a",
+        "ycsb_it_tls",
         threads=2,
-        processes=1,
-        target=0,
-        workload="a",
-        phases=["load", "run"],
-        reload=True,
-        database="ycsb_it_tls",
+        records=200,
+        operations=200,
         tls=True,
         ca_file=files["ca"],
         # one PEM file with the certificate and its key, as the MongoDB adapter takes it
         client_cert_file=files["client"],
-        properties={"recordcount": 200, "operationcount": 200},
     )
-    load, run = loadrun.execute(params, loadrun.plan(params))
-    assert load["operations"]["insert"]["count"] == 200 and load["failed_total"] == 0
     assert run["operations"]["read"]["count"] + run["operations"]["update"]["count"] == 200
-    assert run["failed_total"] == 0
 
 
 # --- what FerretDB 1.24 lacks (these paths run against recorded replies) -----------------------------------
