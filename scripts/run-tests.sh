@@ -69,7 +69,7 @@ stage_build() {
 
 stage_integration() {
   # The slowest tests and fixtures are listed at the end, to keep the whole run in its time budget.
-  pytest -q -m integration --durations=15 tests/integration
+  pytest -q -m integration --durations=40 tests/integration
 }
 
 stage_molecule() {
