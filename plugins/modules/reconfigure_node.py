@@ -22,7 +22,9 @@ description:
     answers as primary or secondary.
   - Right before a node stops, the whole cluster is checked again (not only once before the roll) - Cassandra
     every node Up/Normal in every node's view, answering CQL, and no hints pending on any node; Redis every node
-    answering with cluster_state ok and every replica link up - and the client-visible signals of O(guard) are
+    answering with cluster_state ok and every replica link up; MongoDB every member of the replica set PRIMARY,
+    SECONDARY or ARBITER, one primary, every secondary within C(guard.max_lag_s) of it, and a primary stepped down
+    with another member elected before it stops - and the client-visible signals of O(guard) are
     waited on while above their thresholds. When the cluster is not ready the task fails with the reason and the
     node is not touched.
   - While the node is down its peers are watched. A peer that goes down meanwhile ends the step at once (not at
@@ -180,6 +182,8 @@ options:
       - C(min_ops_per_s) (default V(10)) - requests per second below which a node's p99 (and the cluster's error
         rate) is not judged - the percentile of a handful of requests, such as the first after a restart, is no
         client signal.
+      - C(max_lag_s) (default V(10), MongoDB) - how far behind the primary a secondary may be, in seconds, when the
+        replica set is checked right before a member stops (waited for up to C(max_wait_s)).
     type: dict
   guard_prometheus:
     description:

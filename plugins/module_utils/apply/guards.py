@@ -66,7 +66,8 @@ class GuardPolicy:
     max_wait_s: how long the signals may stay above before the roll stops; interval_s: seconds between two reads
     of the signals; peer_down_polls: polls in a row that must see a peer down before the step stops for it;
     min_ops_per_s: the requests per second below which a node's p99 (and the cluster's error rate) is not judged -
-    a percentile of a handful of requests, such as the first ones after a restart, is no client signal."""
+    a percentile of a handful of requests, such as the first ones after a restart, is no client signal;
+    max_lag_s (MongoDB): how far behind its primary a secondary may be, before and after each member's change."""
 
     p99_ms: float | None = 500.0
     error_rate: float | None = 0.01
@@ -74,6 +75,7 @@ class GuardPolicy:
     interval_s: float = 5.0
     peer_down_polls: int = 2
     min_ops_per_s: float = 10.0
+    max_lag_s: float = 10.0
 
     def __post_init__(self):
         if self.p99_ms is not None:
@@ -86,6 +88,7 @@ class GuardPolicy:
         checks.number("guard.interval_s", self.interval_s, GuardError, above=0.0)
         checks.whole("guard.peer_down_polls", self.peer_down_polls, GuardError, minimum=1)
         checks.number("guard.min_ops_per_s", self.min_ops_per_s, GuardError, minimum=0.0)
+        checks.number("guard.max_lag_s", self.max_lag_s, GuardError, above=0.0)
 
     @classmethod
     def from_dict(cls, data):

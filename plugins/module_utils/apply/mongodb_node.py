@@ -1,16 +1,20 @@
 # Copyright: Tactician maintainers
 # Apache License 2.0 (see LICENSE)
-"""A MongoDB node for the step machine: getParameter / setParameter; a primary steps down before it stops; back =
-the member answers hello as primary or secondary.
+"""A MongoDB node for the step machine: getParameter / setParameter; right before a stop the whole replica set
+healthy and caught up (apply/mongodb_roll.py); a primary steps down and another member is elected before it stops;
+back = the member answers hello as primary or secondary (the whole set afterwards: the roll's check after each
+member, module mongodb_replica_set).
 """
 
 from __future__ import annotations
 
 import time
 
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import mongodb_roll
 from ansible_collections.tactician.nosql.plugins.module_utils.apply.node_base import BaseNode, dig
 from ansible_collections.tactician.nosql.plugins.module_utils.core import process
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongo
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import replset
 
 
 class MongoNode(BaseNode):
@@ -21,6 +25,8 @@ class MongoNode(BaseNode):
         self.conn_params = mongo.params_from_any(params, params["address"])
         self.name = "%s:%d" % (self.conn_params["login_host"], self.conn_params["login_port"])
         self.client_factory = params.get("client_factory") or mongo.connect
+        self.poll_interval = float(params.get("poll_interval") or 1.0)
+        self.last_view = None
 
     def _admin(self):
         return self.client_factory(self.conn_params)
@@ -58,21 +64,48 @@ class MongoNode(BaseNode):
         written = self.write_config(wanted)
         return written if written.get("changed") else None
 
-    def prepare_restart(self):
-        if not self.params.get("stop_command") or not self.params.get("start_command"):
-            raise RuntimeError("a restart of mongod needs stop_command and start_command (e.g. systemctl argv)")
+    def _view(self):
         client = self._admin()
         try:
-            hello = client.admin.command("hello")
-            if hello.get("isWritablePrimary") and hello.get("setName"):
-                client.admin.command("replSetStepDown", int(self.params.get("step_down_seconds") or 60))
-                return ["step down"]
-        except Exception as exc:
-            if "not primary" not in str(exc).lower() and "connection" not in str(exc).lower():
-                raise
+            return replset.read_view(client)
         finally:
             client.close()
-        return []
+
+    def check_before_stop(self):
+        """Right before the member stops: the whole replica set healthy (every member PRIMARY, SECONDARY or
+        ARBITER, one primary, every secondary within guard.max_lag_s of it), waited for up to guard.max_wait_s;
+        a standalone has no set to check. Raises guards.ClusterNotReady (nothing touched)."""
+        seen = mongodb_roll.wait_healthy(
+            self._view,
+            self.guard.max_lag_s,
+            self.guard.max_wait_s,
+            "before %s stops" % self.name,
+            interval_s=self.poll_interval,
+        )
+        self.last_view = seen["view"]
+        return dict(replica_set=seen["summary"], waited_s=seen["waited_s"])
+
+    def prepare_restart(self):
+        """A primary steps down (replSetStepDown) and the step waits until another member is elected before it
+        is stopped; a secondary, an arbiter or a standalone needs nothing."""
+        if not self.params.get("stop_command") or not self.params.get("start_command"):
+            raise RuntimeError("a restart of mongod needs stop_command and start_command (e.g. systemctl argv)")
+        view = self.last_view or self._view()
+        if view["kind"] != "replica_set" or view["primary"] is None or not self._is_me(view, view["primary"]):
+            return []
+        client = self._admin()
+        try:
+            replset.step_down(client, int(self.params.get("step_down_seconds") or 60))
+        finally:
+            client.close()
+        elected = mongodb_roll.wait_new_primary(
+            self._view, view["primary"], self.guard.max_wait_s, interval_s=self.poll_interval
+        )
+        return ["step down", "new primary %s" % elected]
+
+    def _is_me(self, view, name):
+        """Whether the member name of the view is this node (the member asked is marked self)."""
+        return any(m["self"] and m["name"] == name for m in view["members"]) or name == self.name
 
     def stop(self, force=False):
         self._run(self.params["stop_command"], "stop_command")
@@ -103,4 +136,6 @@ class MongoNode(BaseNode):
                     client.close()
 
         process.wait_until(back, timeout, 1.0, what="%s to answer as primary or secondary" % self.name)
+        # The whole set afterwards (caught up, one primary) is the roll's check after each member (module
+        # mongodb_replica_set): a set slow to catch up stops the roll there, without restarting this member again.
         return dict(seconds=round(time.monotonic() - started, 3), secondary=bool(state.get("secondary")))

@@ -17,6 +17,19 @@ FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 CURRENT = {"concurrent_reads": 32, "concurrent_writes": 32}
 
 
+class Clock:
+    """A clock for the engine's waits: calling it reads the time, sleep() advances it (no real waiting)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
 def plan_body(offset_s=0.0, gain_share=0.111, steps=1):
     step = {
         "offset_s": offset_s,

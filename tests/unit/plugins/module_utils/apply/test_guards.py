@@ -3,20 +3,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from testlib import Clock
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import guards
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import health
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
 
 
 def test_policy_defaults_and_bad_values_name_the_field():

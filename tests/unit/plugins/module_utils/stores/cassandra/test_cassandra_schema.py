@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import pytest
+from testlib import Clock
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import indexes as indexes_mod
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import tables as tables_mod
@@ -573,17 +574,6 @@ def test_absent_index_dropped_once_and_table_checked():
 
 
 # ---------------------------------------------------------------- build status
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
 
 
 def test_wait_until_every_node_has_built_the_sai_index():

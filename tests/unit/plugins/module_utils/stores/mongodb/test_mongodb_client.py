@@ -28,6 +28,18 @@ RECORDED = {
     "hello_primary.json": ["isWritablePrimary", "secondary", "setName", "hosts", "primary", "me", "electionId"],
     "hello_secondary.json": ["isWritablePrimary", "secondary", "setName", "hosts", "primary", "me"],
     "hello_mongos.json": ["isWritablePrimary", "msg", "maxWireVersion"],
+    "repl_set_get_status_8.0.json": [
+        "set",
+        "votingMembersCount",
+        "members.0.name",
+        "members.0.health",
+        "members.0.stateStr",
+        "members.0.optimeDate",
+        "members.0.optime.ts",
+        "members.0.self",
+        "members.1.stateStr",
+        "members.1.optimeDate",
+    ],
     "build_info_8.0.json": ["version", "versionArray", "gitVersion", "storageEngines", "ok"],
     "build_info_7.0.json": ["version", "versionArray", "gitVersion", "storageEngines", "ok"],
     "server_status_primary_8.0.json": [
