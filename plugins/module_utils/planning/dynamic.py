@@ -18,6 +18,10 @@ make_plan() makes the plan body (seed 001 sections 4.2-4.4):
 4. for each switch: predicted ops/s before and after, cost of the roll, break-even time and the reason; for each
    change of the optimum the plan does not follow, why; the baselines on the same forecast.
 
+A forecast that counts no operation at any step (counts_no_operations: an idle cluster, or a server that gives no
+operation counters) has no workload to plan for: the plan keeps the configuration in place and says why, rather
+than planning for a mix nobody observed.
+
 The result is the body of a plan file (plan_file.py). plan() is what modes.MODES runs: make_plan() on the
 context's surrogate, roll and configuration in place, then the plan document.
 """
@@ -103,6 +107,51 @@ def workloads_from_forecast(forecast, base=None, quantum=DEFAULT_QUANTUM, unthro
         if any(v > 0 for v in values):
             demand = [UNBOUNDED if unthrottled_zero and v == 0 else v for v in values]
     return workloads, demand
+
+
+NO_OPERATIONS = (
+    "the forecast counts no operation at any step (an idle cluster, or a server whose status gives no operation"
+    " counters, as FerretDB's serverStatus has no opcounters): there is no workload to plan for; keeping the"
+    " configuration in place"
+)
+
+
+def counts_no_operations(forecast):
+    """Whether a forecast of observed samples counts no operation at any step: its throughput and every operation
+    share it gives are 0 everywhere (predict's series of a cluster that was idle from its first sample: its read
+    ratio is 0 too, which would read as write-only). A known schedule's forecast always has a mix, and a forecast
+    with a read ratio but no shares cannot tell an idle step from a write-only one: neither counts."""
+    if not isinstance(forecast, dict) or is_schedule(forecast):
+        return False
+    fields = forecast.get("fields", forecast)
+    if not isinstance(fields, dict) or not fields.get("throughput"):
+        return False
+    shares = [fields[op] for op in (*SHARES, "delete") if op in fields]
+    if not shares:
+        return False
+    try:
+        return all(float(value) == 0 for values in (fields["throughput"], *shares) for value in values)
+    except (TypeError, ValueError):
+        return False
+
+
+def _kept_for_no_operations(workloads, current_full, fixed, step_s, solver, started):
+    """The plan body of a forecast that counts no operation: no switch, nothing predicted, the reason."""
+    return {
+        "steps": [],
+        "safety": None,
+        "skipped": [],
+        "candidates": [{"index": 0, "label": "in place", "config": current_full}],
+        "predicted": {"ops": 0.0, "in_place_ops": 0.0, "gain_ops": 0.0, "gain_share": None, "ops_per_step": []},
+        "baselines": {},
+        "static_optimized": current_full,
+        "fixed": fixed,
+        "lookahead": {"steps": len(workloads), "step_s": step_s, "seconds": len(workloads) * step_s},
+        "demand": False,
+        "solver": solver,
+        "reasons": [NO_OPERATIONS],
+        "timing": {"candidates": 1, "elapsed_s": round(time.monotonic() - started, 4)},
+    }
 
 
 def phases(workloads):
@@ -197,6 +246,8 @@ def make_plan(
         raise PlanningError("current: %s" % exc) from None
     fixed = {n: current_full[n] for n in space.parameters if catalog.apply_kind(n) == "table"}
     default_full.update(fixed)
+    if counts_no_operations(forecast):
+        return _kept_for_no_operations(workloads, current_full, fixed, step_s, solver, started)
     previous_full = None
     if previous:
         try:

@@ -334,6 +334,52 @@ def test_forecast_to_workloads():
         dynamic.workloads_from_forecast({"fields": {"throughput": [1.0]}})
 
 
+def _idle_forecast(steps=20, **changed):
+    """predict's forecast of samples that counted no operation (its read ratio 0 too), with fields changed."""
+    fields = {
+        name: [0.0] * steps for name in ("read_ratio", "throughput", "read", "update", "insert", "scan", "delete")
+    }
+    fields.update(changed)
+    return {"method": "last_value", "fields": fields}
+
+
+def test_a_forecast_that_counts_no_operation_is_told_apart():
+    assert dynamic.counts_no_operations(_idle_forecast())
+    assert dynamic.counts_no_operations(_idle_forecast()["fields"])
+    # an operation counted somewhere, a schedule's forecast, a read ratio without shares or throughput: not idle
+    assert not dynamic.counts_no_operations(_idle_forecast(update=[0.0] * 19 + [0.5]))
+    assert not dynamic.counts_no_operations(_idle_forecast(throughput=[0.0] * 19 + [3.0]))
+    assert not dynamic.counts_no_operations(dict(_idle_forecast(), method="schedule"))
+    assert not dynamic.counts_no_operations({"fields": {"read_ratio": [0.0] * 3, "throughput": [0.0] * 3}})
+    assert not dynamic.counts_no_operations({"fields": {"read_ratio": [0.0] * 3, "read": [0.0] * 3}})
+    assert not dynamic.counts_no_operations(None) and not dynamic.counts_no_operations({"fields": []})
+
+
+def test_a_forecast_that_counts_no_operation_keeps_the_configuration(model, catalog):
+    """Planned as it stood, such a forecast read as a write-only workload (read ratio 0) nobody observed."""
+    f_ops = tuner.Throughput(model, hardware=HW, nodes=3)
+    current = {"concurrent_reads": 16}
+    body = dynamic.make_plan(f_ops, _idle_forecast(), current, Roll(nodes=3, batch=2, restart_s=60), catalog)
+    assert body["steps"] == [] and body["skipped"] == []
+    assert body["reasons"] == [dynamic.NO_OPERATIONS] and "no workload to plan for" in body["reasons"][0]
+    assert body["predicted"]["gain_ops"] == 0.0 and body["predicted"]["gain_share"] is None
+    assert body["static_optimized"]["concurrent_reads"] == 16
+    assert body["lookahead"] == {"steps": 20, "step_s": 30.0, "seconds": 600.0}
+    doc = planfile.build(body, "mongodb", 1_800_000_000, "7.0", {"cl": "ONE", "nodes": 1}, {"file": "m.json"})
+    assert (
+        planfile.summary(doc)[0].startswith("dynamic plan for mongodb") and "0 switch(es)" in planfile.summary(doc)[0]
+    )
+    # one step that counted operations is planned as before
+    busy = dynamic.make_plan(
+        f_ops,
+        _idle_forecast(read_ratio=[0.9] * 20, read=[0.9] * 20, update=[0.1] * 20, throughput=[500.0] * 20),
+        current,
+        Roll(nodes=3, batch=2, restart_s=60),
+        catalog,
+    )
+    assert dynamic.NO_OPERATIONS not in busy["reasons"] and busy["baselines"]
+
+
 def test_a_tail_after_the_lookahead_lets_a_late_switch_pay_off():
     # The write phase starts near the end of the lookahead: without a tail the roll's payback falls outside it.
     F = np.array([[100.0, 60.0]] * 10 + [[60.0, 100.0]] * 2)
