@@ -114,6 +114,18 @@ def hello(host, port, timeout=5.0):
         client.close()
 
 
+def server_facts(params):
+    """The collection's view of a server (version, role, wire version) reached with its MongoDB connection
+    options (mongodb_argument_spec), as its modules connect."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
+
+    client = mongodb.connect(params)
+    try:
+        return mongodb.server_facts(client)
+    finally:
+        client.close()
+
+
 def _wait_ready(host, port, log_file, alive, timeout):
     """Wait until the log says READY and `hello` answers; fail early when the process ends."""
     from pymongo.errors import PyMongoError

@@ -66,17 +66,12 @@ def _run(extra, check=False, **more):
     return result
 
 
-def _hello(port, **options):
+def _hello(server_module, port, **options):
     params = dict(login_host=HOST, login_port=port, direct_connection=True, connect_timeout=3.0)
-    params.update(options)
-    client = mongodb.connect(params)
-    try:
-        return mongodb.server_facts(client)
-    finally:
-        client.close()
+    return server_module.server_facts(dict(params, **options))
 
 
-def test_start_again_stop_absent_each_reporting_what_it_did(node):
+def test_start_again_stop_absent_each_reporting_what_it_did(node, built):
     pid_file = os.path.join(node["ferretdb_node_dir"], "ferretdb.pid")
     port = node["ferretdb_node_port"]
 
@@ -91,7 +86,7 @@ def test_start_again_stop_absent_each_reporting_what_it_did(node):
     pid = daemon["pid"]
     assert process.running_pid(pid_file) == pid
     assert started.task(HELLO)["server"]["role"] == "standalone"
-    facts = _hello(port)
+    facts = _hello(built, port)
     assert facts["role"] == "standalone" and facts["max_wire_version"] == 21
     assert os.path.isdir(os.path.join(node["ferretdb_node_dir"], "state"))
 
@@ -145,10 +140,10 @@ def test_tls_listener_restarts_on_change_and_requires_a_client_certificate(node,
         assert not process.pid_alive(first)
         argv = process.pid_cmdline(restarted["pid"])
         assert key in argv and not any("PRIVATE KEY" in arg for arg in argv)
-        facts = _hello(tls_port, tls=True, tls_ca_file=authority.ca_file, tls_certificate_key_file=combined)
+        facts = _hello(built, tls_port, tls=True, tls_ca_file=authority.ca_file, tls_certificate_key_file=combined)
         assert facts["role"] == "standalone"
         with pytest.raises(mongodb.MongoAdminError):
-            _hello(tls_port, tls=True, tls_ca_file=authority.ca_file)
+            _hello(built, tls_port, tls=True, tls_ca_file=authority.ca_file)
         assert _run(tls).changed("localhost") == 0
 
         # a renewed certificate (same file name, new content) restarts the server too

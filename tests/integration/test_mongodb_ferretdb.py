@@ -286,13 +286,10 @@ def ferretdb_tls(tmp_path_factory):
 
 
 def _tls_facts(server, host="127.0.0.1", **options):
+    from conftest import _ferretdb_module
+
     params = server.params(login_host=host, login_port=server.tls_port, tls=True, connect_timeout=3.0)
-    params.update(options)
-    client = mongodb.connect(params)
-    try:
-        return mongodb.server_facts(client)
-    finally:
-        client.close()
+    return _ferretdb_module().server_facts(dict(params, **options))
 
 
 def test_tls_with_a_client_certificate_verified_both_ways(ferretdb_tls):
