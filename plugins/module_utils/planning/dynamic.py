@@ -46,6 +46,10 @@ DEFAULT_QUANTUM = 0.05
 MAX_PAIR_PHASES = 16
 """Phase pairs are tried as compromise candidates only when the forecast has at most this many phases."""
 SHARES = ("read", "update", "insert", "scan", "rmw")
+"""The surrogate's operation shares. A forecast gives the server's operations (forecast_series.SHARE_FIELDS: read,
+update, insert, scan, delete): a read-modify-write is already a read and an update there, and a delete is planned
+as an update (the surrogate has no delete share; both are a mutation of one row)."""
+FORECAST_SHARES = ("read", "update", "insert", "scan")
 
 
 def _round(value, quantum):
@@ -79,12 +83,14 @@ def workloads_from_forecast(forecast, base=None, quantum=DEFAULT_QUANTUM, unthro
     quantum = float(quantum)
     if not 0 < quantum <= 0.5:
         raise PlanningError("quantum: %r is not in (0, 0.5]" % quantum)
-    has_shares = all(op in fields for op in SHARES)
+    has_shares = all(op in fields for op in FORECAST_SHARES)
     if not has_shares and "read_ratio" not in fields:
         raise PlanningError(
-            "forecast.fields: needs read_ratio or the shares %s; has %s" % (", ".join(SHARES), ", ".join(fields))
+            "forecast.fields: needs read_ratio or the shares %s; has %s"
+            % (", ".join(FORECAST_SHARES), ", ".join(fields))
         )
-    lengths = {len(values) for name, values in fields.items() if name in SHARES + ("read_ratio", "throughput")}
+    counted = SHARES + ("delete", "read_ratio", "throughput")
+    lengths = {len(values) for name, values in fields.items() if name in counted}
     if len(lengths) != 1 or 0 in lengths:
         raise PlanningError("forecast.fields: every field needs the same, non-zero number of steps")
     steps = lengths.pop()
@@ -93,7 +99,9 @@ def workloads_from_forecast(forecast, base=None, quantum=DEFAULT_QUANTUM, unthro
     workloads = []
     for k in range(steps):
         if has_shares:
-            mix = {op: _round(fields[op][k], quantum) for op in SHARES}
+            shares = {op: float(fields[op][k]) for op in SHARES if op in fields}
+            shares["update"] += float(fields["delete"][k]) if "delete" in fields else 0.0
+            mix = {op: _round(share, quantum) for op, share in shares.items()}
             mix = {op: share for op, share in mix.items() if share > 0}
             if not mix:
                 mix = {"read": 1.0}

@@ -334,6 +334,24 @@ def test_forecast_to_workloads():
         dynamic.workloads_from_forecast({"fields": {"throughput": [1.0]}})
 
 
+def test_forecast_shares_of_server_operations_become_the_mix():
+    """predict's share fields (forecast_series.SHARE_FIELDS) carry no rmw, and a delete: the mix keeps inserts and
+    scans apart from updates instead of falling back on the read ratio, and a delete counts as an update."""
+    fields = {
+        "read_ratio": [0.5, 0.1],
+        "throughput": [100.0, 200.0],
+        "read": [0.1, 0.1],
+        "update": [0.0, 0.0],
+        "insert": [0.0, 0.8],
+        "scan": [0.9, 0.0],
+        "delete": [0.0, 0.1],
+    }
+    workloads, _demand = dynamic.workloads_from_forecast({"fields": fields})
+    assert [w["mix"] for w in workloads] == [{"read": 0.1, "scan": 0.9}, {"read": 0.1, "update": 0.1, "insert": 0.8}]
+    with pytest.raises(PlanningError, match="read, update, insert, scan"):
+        dynamic.workloads_from_forecast({"fields": {"throughput": [1.0], "read": [1.0]}})
+
+
 def _idle_forecast(steps=20, **changed):
     """predict's forecast of samples that counted no operation (its read ratio 0 too), with fields changed."""
     fields = {
