@@ -11,8 +11,9 @@ description:
     them, from each host's inventory variables; a host name given instead of a group returns that host alone (the
     bench node of the measuring playbooks, one node's own step).
   - The address clients reach a node at is C(tactician_node_address), else the lab roles' variable
-    (C(cassandra_node_listen_address), C(redis_node_bind)), else C(ansible_host), else the inventory name; its port
-    C(tactician_node_port), else C(redis_node_port) (Redis), else the store's default.
+    (C(cassandra_node_listen_address), C(redis_node_bind), C(ferretdb_node_listen_address)), else C(ansible_host),
+    else the inventory name; its port C(tactician_node_port), else C(redis_node_port) (Redis) or
+    C(ferretdb_node_port) (MongoDB), else the store's default.
   - C(cassandra) gives one dict per host with C(address), C(jmx_port) (C(tactician_jmx_port), else
     C(cassandra_node_jmx_port), else 7199) and C(host) (the inventory name), plus C(jmx_host) when
     C(tactician_jmx_host) is set (nodetool reaches the node there), C(native_port) when C(tactician_node_port)
@@ -21,8 +22,8 @@ description:
     packaged install binds it by default); its view of the ring is then read by nodetool only on that host, and
     by CQL from its gossip state everywhere else.
   - C(redis) gives one C(host:port) string per host.
-  - C(mongodb) gives one dict per host with C(address) (C(host:port), port 27017 unless C(tactician_node_port))
-    and C(host) (the inventory name), as M(tactician.nosql.observe) takes them.
+  - C(mongodb) gives one dict per host with C(address) (C(host:port), port 27017 unless C(tactician_node_port) or
+    C(ferretdb_node_port)) and C(host) (the inventory name), as M(tactician.nosql.observe) takes them.
 version_added: 0.1.0
 author:
   - Tactician maintainers (@tactician)
@@ -104,8 +105,8 @@ def _node(store, host, hostvars):
             node["native_port"] = int(hostvars["tactician_node_port"])
         return node
     if store == "mongodb":
-        port = int(hostvars.get("tactician_node_port", 27017))
-        return {"host": host, "address": "%s:%d" % (_address(host, hostvars, None), port)}
+        port = int(hostvars.get("tactician_node_port", hostvars.get("ferretdb_node_port", 27017)))
+        return {"host": host, "address": "%s:%d" % (_address(host, hostvars, "ferretdb_node_listen_address"), port)}
     port = int(hostvars.get("tactician_node_port", hostvars.get("redis_node_port", 6379)))
     return "%s:%d" % (_address(host, hostvars, "redis_node_bind"), port)
 

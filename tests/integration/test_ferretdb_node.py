@@ -183,7 +183,9 @@ def test_lab_up_and_down_with_only_a_mongodb_group(built, tmp_path):
                     },
                     "children": {
                         "controller": {"hosts": {"localhost": None}},
-                        "mongodb": {"hosts": {"it-mongodb1": {"ferretdb_node_port": port}}},
+                        "mongodb": {
+                            "hosts": {"it-mongodb1": {"ferretdb_node_listen_address": HOST, "ferretdb_node_port": port}}
+                        },
                     },
                 }
             }

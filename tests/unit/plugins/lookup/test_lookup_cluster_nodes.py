@@ -88,3 +88,17 @@ def test_mongodb_shape_is_what_observe_takes():
         {"host": "m2", "address": "10.0.1.32:27018"},
         {"host": "m3", "address": "m3:27017"},
     ]
+
+
+def test_mongodb_lab_server_from_the_ferretdb_node_role_variables():
+    variables = {
+        "groups": {"mongodb": ["mongodb1", "m2"]},
+        "hostvars": {
+            "mongodb1": {"ferretdb_node_listen_address": "127.0.0.1", "ferretdb_node_port": 27027},
+            "m2": {"tactician_node_address": "10.0.0.32", "tactician_node_port": 27018, "ferretdb_node_port": 27027},
+        },
+    }
+    assert cluster_nodes(["mongodb"], variables, "mongodb") == [
+        {"host": "mongodb1", "address": "127.0.0.1:27027"},
+        {"host": "m2", "address": "10.0.0.32:27018"},
+    ]
