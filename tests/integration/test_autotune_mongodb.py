@@ -27,9 +27,6 @@ from background_load import background_load
 pytestmark = pytest.mark.integration
 
 AUTOTUNE = os.path.join(ROOT, "playbooks", "autotune.yml")
-LOAD_DRIVER = os.path.join(ROOT, "tests", "integration", "playbooks", "load_driver.yml")
-LOCALHOST = os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml")
-DRIVER_HOME = os.path.join(ROOT, ".lab", "test", "load-driver")
 DATABASE = "ycsb_autotune_it"
 COMMIT_MS = "storage.journal.commitIntervalMs"
 PLAN_LIMIT = "internalQueryPlanEvaluationMaxResults"
@@ -129,18 +126,15 @@ def test_autotune_names_the_store_and_the_missing_surrogate(tmp_path, ferretdb, 
     assert not os.path.exists(common["tactician_history"]) and not os.path.exists(common["tactician_plans_dir"])
 
 
-def test_autotune_plan_only_under_load(tmp_path, ferretdb, surrogate):
+def test_autotune_plan_only_under_load(tmp_path, ferretdb, surrogate, load_driver_home):
     """plan_only under a YCSB workload A of the load driver: the history gets the samples, the forecast reads them,
     the plan and the decision are written, the report too, and nothing is rolled or recorded as applied."""
-    if not os.path.isdir(DRIVER_HOME):
-        install = run_playbook(LOAD_DRIVER, LOCALHOST, {"lab_dir": os.path.dirname(DRIVER_HOME)})
-        assert install.returncode == 0, install.stderr[-3000:]
     from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
 
     params = dict(
         store="mongodb",
         hosts=[ferretdb.address],
-        driver_home=DRIVER_HOME,
+        driver_home=load_driver_home,
         threads=2,
         processes=1,
         target=200,

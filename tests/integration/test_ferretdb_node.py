@@ -165,9 +165,9 @@ def test_refusals_name_the_variable(node, tmp_path):
     assert not process.port_open(HOST, node["ferretdb_node_port"])
 
 
-def test_lab_up_and_down_with_only_a_mongodb_group(built, tmp_path):
+def test_lab_up_and_down_with_only_a_mongodb_group(built, load_driver_home, tmp_path):
     """The lab playbooks start the mongodb group's server, report it healthy, change nothing the second time, and
-    lab_down stops it (the load driver play installs into the tests' lab directory, as the lab tests' do)."""
+    lab_down stops it (the load driver play finds the run's install in place)."""
     port = built.free_port()
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(
@@ -177,8 +177,8 @@ def test_lab_up_and_down_with_only_a_mongodb_group(built, tmp_path):
                     "vars": {
                         "ansible_connection": "local",
                         "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-                        "tactician_lab_dir": os.path.join(ROOT, ".lab", "test"),
-                        "tactician_load_driver_home": os.path.join(ROOT, ".lab", "test", "load-driver"),
+                        "tactician_lab_dir": os.path.dirname(load_driver_home),
+                        "tactician_load_driver_home": load_driver_home,
                         "ferretdb_node_base_dir": str(tmp_path / "lab"),
                     },
                     "children": {
