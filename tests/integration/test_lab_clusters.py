@@ -26,6 +26,7 @@ MEMORY_GROUP = "cassandra-127.0.0.11-9042"
 # Cassandra node's JMX exporter agent on the node's own address.
 PROMETHEUS = "http://127.0.0.1:9391"
 MONITORING_PORTS = [("127.0.0.1", 9391), ("127.0.0.1", 9401), ("127.0.0.1", 9122), ("127.0.0.11", 9501)]
+MONGODB = ("127.0.0.1", 27037)  # the inventory's mongodb group: FerretDB (role ferretdb_node)
 CASSANDRA_LOGIN = dict(login_hosts=["127.0.0.11"], login_user="cassandra", login_password="cassandra")
 
 
@@ -68,6 +69,7 @@ def clusters():
         assert len(_monitoring_pid_files()) == 0, "lab_down left monitoring PID files: %s" % _monitoring_pid_files()
         listening = [port for host, port in MONITORING_PORTS if process.port_open(host, port)]
         assert listening == [], "monitoring ports still answer after lab_down: %s" % listening
+        assert not process.port_open(*MONGODB), "FerretDB still answers after lab_down"
         assert not cgroups.MemoryGroup(MEMORY_GROUP).exists(), "the node's memory group is left after lab_down"
 
 
@@ -80,6 +82,13 @@ def test_lab_up_reports_healthy_clusters(clusters):
     roles = sorted(view["role"] for view in redis["views"].values())
     assert roles == ["master"] * 3 + ["slave"] * 3
     assert all(view["cluster_state"] == "ok" for view in redis["views"].values())
+    from pymongo import MongoClient
+
+    client = MongoClient(*MONGODB, directConnection=True, serverSelectionTimeoutMS=10000)
+    try:
+        assert client.admin.command("hello")["isWritablePrimary"]
+    finally:
+        client.close()
 
 
 def test_cassandra_node_runs_in_its_memory_group(clusters):
