@@ -893,6 +893,19 @@ def local_file(url_or_path):
     return None
 
 
+SHARED_SCHEMES = ("postgresql", "postgres")
+"""The histories several controllers reach (a database server), as against a file on one machine."""
+
+
+def is_shared(url_or_path):
+    """Whether the history at url_or_path is one several controllers share (a PostgreSQL database, whatever the
+    driver suffix: postgresql+psycopg://...), rather than a file of one machine or a Prometheus server."""
+    if not isinstance(url_or_path, str):
+        return False
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", url_or_path)
+    return bool(match) and match.group(1).lower().split("+", 1)[0] in SHARED_SCHEMES
+
+
 def open_history(url_or_path=None, **options):
     """A HistoryStore for a URL or a path: ``sqlite:///absolute/path``, a bare path (``~`` expanded), None for the
     default path, or ``postgresql://user@host:port/database?...`` (libpq's URL, no password in it).
@@ -911,7 +924,7 @@ def open_history(url_or_path=None, **options):
         if not rest.startswith("/"):
             raise HistoryError("path: %r is not sqlite:///absolute/path" % (url_or_path,))
         return SQLiteHistory(re.sub(r"^/+", "/", rest), **options)
-    if base in ("postgresql", "postgres"):
+    if base in SHARED_SCHEMES:
         return PostgresHistory(url_or_path, **options)
     if base == "prometheus" and scheme in ("prometheus", "prometheus+http", "prometheus+https"):
         return PrometheusHistory(url_or_path, **options)

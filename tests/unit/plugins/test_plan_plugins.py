@@ -15,6 +15,7 @@ from ansible.errors import AnsibleFilterError, AnsibleLookupError
 from testlib import CURRENT, ROOT
 from testlib import example_plan as _plan
 
+from ansible_collections.tactician.nosql.plugins.filter.history_shared import history_shared
 from ansible_collections.tactician.nosql.plugins.filter.plan_applied import plan_applied
 from ansible_collections.tactician.nosql.plugins.filter.plan_gate import plan_gate
 from ansible_collections.tactician.nosql.plugins.lookup.plan_file import read_plan
@@ -122,6 +123,23 @@ def test_filters_call_the_engine_and_fail_naming_the_field():
     }
     with pytest.raises(AnsibleFilterError, match=r"^plan_applied: step: 4 is not a step of the plan"):
         plan_applied(doc, 4)
+
+
+@pytest.mark.parametrize(
+    "history, shared",
+    [
+        ("postgresql://tactician@db.example:5432/tactician?sslmode=verify-full", True),
+        ("postgres://tactician@db.example/tactician", True),
+        ("PostgreSQL+psycopg://tactician@db.example/tactician", True),
+        ("sqlite:///var/lib/tactician/history.sqlite3", False),
+        ("/var/lib/tactician/history.sqlite3", False),
+        ("prometheus://127.0.0.1:9090?records=/var/lib/tactician/history.sqlite3", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_history_shared_is_true_for_a_database_only(history, shared):
+    assert history_shared(history) is shared
 
 
 def test_plain_gives_plain_python_data():
