@@ -26,7 +26,7 @@ stop_lab() {
 trap stop_lab EXIT
 
 if [ "$was_up" -eq 0 ]; then
-  echo "Bringing the lab up (3 Cassandra nodes, 6 Redis nodes)..."
+  echo "Bringing the lab up (3 Cassandra nodes, 6 Redis nodes, a FerretDB server, the monitoring stack)..."
   mkdir -p "$root/.lab"
   if ! ansible-playbook playbooks/lab_up.yml >"$root/.lab/demo-lab-up.log" 2>&1; then
     tail -30 "$root/.lab/demo-lab-up.log"
