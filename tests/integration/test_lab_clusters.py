@@ -8,6 +8,7 @@ import os
 
 import pytest
 from ansible_run import ROOT, run_playbook
+from background_load import background_load
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import lock_stores
 from ansible_collections.tactician.nosql.plugins.module_utils.apply.lock import LockError, RollingLock
@@ -997,14 +998,12 @@ def _stop_own_load_clients():
 
 
 def _autotune_under_load(tmp_path, default_config, claimed):
-    import threading
     import urllib.parse
 
     import yaml
 
     from ansible_collections.tactician.nosql.plugins.module_utils.planning import effects
     from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history as history_store
-    from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 
     params = dict(
         store="cassandra",
@@ -1022,17 +1021,6 @@ def _autotune_under_load(tmp_path, default_config, claimed):
         replication_factor=1,
         properties={"recordcount": 2000, "operationcount": 10**8},
     )
-    done = {}
-
-    def drive():
-        try:
-            done["result"] = loadrun.execute(params, loadrun.plan(params))
-        except (loadrun.LoadError, loadrun.loaddriver.LoadDriverError) as exc:
-            # Stopped once autotune is done (below), or a client failed.
-            done["error"] = str(exc)
-
-    worker = threading.Thread(target=drive)
-    worker.start()
     common = dict(
         tactician_model_file=str(tmp_path / "surrogate.json"),
         tactician_hardware_profile="it-profile",
@@ -1045,55 +1033,56 @@ def _autotune_under_load(tmp_path, default_config, claimed):
         tactician_autotune_keyspaces=["ycsb_autotune_it"],
         tactician_autotune_workload_base={"requestdistribution": "zipfian", "records": 2000, "threads": 4},
     )
-    try:
-        import time
+    # A stopped client ends the run with an error; the thread is joined when the block ends.
+    with background_load(params, join_s=600):
+        try:
+            import time
 
-        time.sleep(15)  # the load phase, then the run
-        # plan_only on a Prometheus history (the test stack's; records in the test's file): nothing polls the node,
-        # every sub-window is read from Prometheus, and the forecast reads a sample at each of its steps.
-        prometheus = "prometheus://127.0.0.1:9391?records=" + urllib.parse.quote(common["tactician_history"])
-        only = run_playbook(AUTOTUNE, INVENTORY, dict(common, tactician_history=prometheus))
-        assert only.returncode == 0, only.stderr[-4000:]
-        ran = [(task, res) for task, _host, res in only.results if task and not res.get("skipped")]
-        read = [res for task, res in ran if task.startswith("Read from Prometheus the sub-window")]
-        assert len(read) == 3 and all(res["source"] == "prometheus" for res in read)
-        assert not [task for task, _res in ran if task.startswith("Observe the workload in this sub-window")]
-        forecast = only.task("Forecast the workload over the lookahead")
-        assert forecast["series_points"] > 0
-        print(
-            "autotune on Prometheus: %d steps of 30 s, %d filled"
-            % (forecast["series_points"], forecast["filled_steps"])
-        )
-        plans = sorted(glob.glob(str(tmp_path / "plans" / "cassandra-2*.yml")))
-        assert len(plans) == 1 and not os.path.exists(tmp_path / "plans" / "cassandra-applied.yml")
-        assert os.path.exists(tmp_path / "reports" / "cassandra" / "report.html")
-        path = tmp_path / "unapproved.yml"
-        path.write_text(open(plans[0]).read())
-        refused = run_playbook(
-            AUTOTUNE, INVENTORY, dict(common, tactician_autotune_mode="approve", tactician_plan_file=str(path))
-        )
-        assert refused.returncode != 0 and "approval.approved is not true" in refused.stderr, refused.stderr[-3000:]
-        auto = run_playbook(
-            AUTOTUNE,
-            INVENTORY,
-            dict(
-                common,
-                tactician_autotune_mode="auto",
-                tactician_autotune_min_gain=-1,
-                tactician_autotune_demand="unbounded",
-                # This test exercises the apply path; the guard (unit-tested, and in benchmarks/plan_safety.py)
-                # would rightly refuse a switch on a minute of history.
-                tactician_autotune_safety={"enabled": False},
-                # The race's slowest configuration claimed as the one in place: the plan's best switch away from
-                # it is the largest gain the surrogate knows.
-                tactician_current_configuration=claimed,
-            ),
-        )
-        assert auto.returncode == 0, auto.stderr[-4000:]
-    finally:
-        # The load's run phase is sized to outlast the three autotune runs on a slow machine; end it now.
-        _stop_own_load_clients()
-        worker.join()
+            time.sleep(15)  # the load phase, then the run
+            # plan_only on a Prometheus history (the test stack's; records in the test's file): nothing polls the node,
+            # every sub-window is read from Prometheus, and the forecast reads a sample at each of its steps.
+            prometheus = "prometheus://127.0.0.1:9391?records=" + urllib.parse.quote(common["tactician_history"])
+            only = run_playbook(AUTOTUNE, INVENTORY, dict(common, tactician_history=prometheus))
+            assert only.returncode == 0, only.stderr[-4000:]
+            ran = [(task, res) for task, _host, res in only.results if task and not res.get("skipped")]
+            read = [res for task, res in ran if task.startswith("Read from Prometheus the sub-window")]
+            assert len(read) == 3 and all(res["source"] == "prometheus" for res in read)
+            assert not [task for task, _res in ran if task.startswith("Observe the workload in this sub-window")]
+            forecast = only.task("Forecast the workload over the lookahead")
+            assert forecast["series_points"] > 0
+            print(
+                "autotune on Prometheus: %d steps of 30 s, %d filled"
+                % (forecast["series_points"], forecast["filled_steps"])
+            )
+            plans = sorted(glob.glob(str(tmp_path / "plans" / "cassandra-2*.yml")))
+            assert len(plans) == 1 and not os.path.exists(tmp_path / "plans" / "cassandra-applied.yml")
+            assert os.path.exists(tmp_path / "reports" / "cassandra" / "report.html")
+            path = tmp_path / "unapproved.yml"
+            path.write_text(open(plans[0]).read())
+            refused = run_playbook(
+                AUTOTUNE, INVENTORY, dict(common, tactician_autotune_mode="approve", tactician_plan_file=str(path))
+            )
+            assert refused.returncode != 0 and "approval.approved is not true" in refused.stderr, refused.stderr[-3000:]
+            auto = run_playbook(
+                AUTOTUNE,
+                INVENTORY,
+                dict(
+                    common,
+                    tactician_autotune_mode="auto",
+                    tactician_autotune_min_gain=-1,
+                    tactician_autotune_demand="unbounded",
+                    # This test exercises the apply path; the guard (unit-tested, and in benchmarks/plan_safety.py)
+                    # would rightly refuse a switch on a minute of history.
+                    tactician_autotune_safety={"enabled": False},
+                    # The race's slowest configuration claimed as the one in place: the plan's best switch away from
+                    # it is the largest gain the surrogate knows.
+                    tactician_current_configuration=claimed,
+                ),
+            )
+            assert auto.returncode == 0, auto.stderr[-4000:]
+        finally:
+            # The load's run phase is sized to outlast the three autotune runs on a slow machine; end it now.
+            _stop_own_load_clients()
     plan_files = sorted(glob.glob(str(tmp_path / "plans" / "cassandra-2*.yml")))
     steps = yaml.safe_load(open(plan_files[-1]))["steps"]
     if not steps or steps[0]["offset_s"] >= 30:
