@@ -17,7 +17,7 @@ import os
 
 import pytest
 from bson import json_util
-from testlib import FIXTURES, Clock
+from testlib import FIXTURES, ROOT, Clock
 
 from ansible_collections.tactician.nosql.plugins.module_utils.apply import guards, mongodb_roll
 from ansible_collections.tactician.nosql.plugins.module_utils.apply.mongodb_node import MongoNode
@@ -411,3 +411,67 @@ def test_lagging_set_stops_before_the_member_is_touched():
 def test_guard_max_lag_s_checked():
     with pytest.raises(guards.GuardError, match="^guard.max_lag_s:"):
         guards.GuardPolicy.from_dict({"max_lag_s": 0})
+
+
+# --- a live setting through the step machine: getParameter, setParameter, read back ---------------------------
+
+
+class FakeParameters:
+    """A mongod's parameters: getParameter answers as the recorded reply (get_parameter.json) with the values
+    held, setParameter as set_parameter_wiredtiger_cache.json (`was`: the value before)."""
+
+    def __init__(self):
+        self.values = {k: v for k, v in load("get_parameter.json").items() if k[0] != "$" and k != "ok"}
+        self.commands = []
+        self.admin = self
+
+    def __call__(self, params):
+        return self
+
+    def command(self, name, *args, **kwargs):
+        self.commands.append((name, dict(kwargs)))
+        if name == "getParameter":
+            (wanted,) = kwargs
+            reply = dict(load("get_parameter.json"))
+            for key in self.values:
+                reply.pop(key, None)
+            if wanted in self.values:
+                reply[wanted] = self.values[wanted]
+            return reply
+        if name == "setParameter":
+            ((key, value),) = kwargs.items()
+            reply = dict(load("set_parameter_wiredtiger_cache.json"), was=self.values.get(key))
+            self.values[key] = value
+            return reply
+        raise AssertionError(name)
+
+    def close(self):
+        pass
+
+
+def _mongodb_catalog():
+    from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
+    from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import load_catalog_file
+
+    return Catalog(load_catalog_file(os.path.join(ROOT, "catalog", "mongodb-7.0.yml")))
+
+
+def test_a_live_setting_is_set_read_back_and_unchanged_the_second_time():
+    from ansible_collections.tactician.nosql.plugins.module_utils.apply import node_step
+
+    fake = FakeParameters()
+    catalog = _mongodb_catalog()
+    member = MongoNode(dict(address=A, client_factory=fake), catalog)
+
+    planned = node_step.reconfigure(member, catalog, {"ttlMonitorSleepSecs": 30}, check_mode=True)
+    assert planned["changed"] and planned["steps"] == ["set ttlMonitorSleepSecs live"]
+    assert planned["diff"]["before"] == {"ttlMonitorSleepSecs": 60} and not planned["restart_required"]
+    assert not [name for name, _args in fake.commands if name == "setParameter"]
+
+    done = node_step.reconfigure(member, catalog, {"ttlMonitorSleepSecs": 30})
+    assert done["changed"] and done["steps"] == ["set ttlMonitorSleepSecs live", "verify"]
+    assert done["commands"] == ["setParameter ttlMonitorSleepSecs=30"]
+    assert ("setParameter", {"ttlMonitorSleepSecs": 30}) in fake.commands and fake.values["ttlMonitorSleepSecs"] == 30
+
+    again = node_step.reconfigure(member, catalog, {"ttlMonitorSleepSecs": 30})
+    assert not again["changed"] and again["steps"] == []
