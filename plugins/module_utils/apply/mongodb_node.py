@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.tactician.nosql.plugins.module_utils.apply import mongodb_roll
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import guards, mongodb_roll
 from ansible_collections.tactician.nosql.plugins.module_utils.apply.node_base import BaseNode, dig
 from ansible_collections.tactician.nosql.plugins.module_utils.core import process
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongo
@@ -113,14 +113,51 @@ class MongoNode(BaseNode):
     def start(self):
         self._run(self.params["start_command"], "start_command")
 
+    def _peers(self):
+        """The other members of the set as seen right before the stop (none for a standalone)."""
+        view = self.last_view
+        if not view or view["kind"] != "replica_set":
+            return []
+        return [m["name"] for m in view["members"] if not self._is_me(view, m["name"])]
+
+    def _peer_watch(self):
+        """A check for the rejoin's polls: while this member is away, the first other member that answers reports
+        the set; a member other than this one unreachable from it (health 0), or no other member answering at all,
+        in guard.peer_down_polls polls in a row raises guards.PeerDownError (the step then stops: never a second
+        member down at once)."""
+        peers = self._peers()
+        watch = guards.PeerWatch(self.guard.peer_down_polls)
+
+        def check():
+            if not peers:
+                return
+            connections = [mongo.params_from_any(self.params, name) for name in peers]
+            try:
+                view = replset.read_first(connections, self.client_factory)
+            except mongo.MongoAdminError as exc:
+                seen = {name: "answers no connection (%s)" % str(exc).splitlines()[0][:200] for name in peers}
+            else:
+                seen = {
+                    m["name"]: "unreachable from the member asked (health 0, %s)" % m["state"]
+                    for m in view["members"]
+                    if m["name"] in peers and m["health"] < 1
+                }
+            confirmed = watch.update(seen)
+            if confirmed:
+                raise guards.PeerDownError(confirmed, "while %s was away" % self.name)
+
+        return check
+
     def wait_back(self):
         timeout = float(self.params.get("rejoin_timeout") or 600)
         started = time.monotonic()
         state = {}
         exited = self.exit_watch()
+        peers_down = self._peer_watch()
 
         def back():
             exited.check(self.name)  # a process gone ends the wait (BaseNode.exit_watch)
+            peers_down()  # another member gone ends it too, with the roll stopped (node_step._stop_for_peer)
             client = None
             try:
                 client = self._admin()
@@ -135,7 +172,7 @@ class MongoNode(BaseNode):
                 if client is not None:
                     client.close()
 
-        process.wait_until(back, timeout, 1.0, what="%s to answer as primary or secondary" % self.name)
+        process.wait_until(back, timeout, self.poll_interval, what="%s to answer as primary or secondary" % self.name)
         # The whole set afterwards (caught up, one primary) is the roll's check after each member (module
         # mongodb_replica_set): a set slow to catch up stops the roll there, without restarting this member again.
         return dict(seconds=round(time.monotonic() - started, 3), secondary=bool(state.get("secondary")))

@@ -475,3 +475,91 @@ def test_a_live_setting_is_set_read_back_and_unchanged_the_second_time():
 
     again = node_step.reconfigure(member, catalog, {"ttlMonitorSleepSecs": 30})
     assert not again["changed"] and again["steps"] == []
+
+
+# --- while a member is away: the other members watched --------------------------------------------------------
+
+
+class FakeSet:
+    """Three members on one fake network: `away` answers no connection (the member being restarted), `lost` neither
+    and is reported by the others with health 0 once `lose_after` status reads have passed."""
+
+    def __init__(self, away=B, lost=None, lose_after=0, back_after=10**6):
+        self.away, self.lost, self.lose_after, self.back_after = away, lost, lose_after, back_after
+        self.reads = 0
+        self.hellos_of_away = 0
+
+    def __call__(self, params):
+        return FakeMember(self, "%s:%d" % (params["login_host"], params["login_port"]))
+
+
+class FakeMember:
+    def __init__(self, network, name):
+        self.network, self.name = network, name
+        self.admin = self
+
+    def command(self, name, *args, **kwargs):
+        net = self.network
+        lost_now = net.lost is not None and net.reads >= net.lose_after
+        if self.name == net.away:
+            net.hellos_of_away += 1
+            if net.hellos_of_away <= net.back_after:
+                raise MongoAdminError("connection refused")
+        if self.name == net.lost and lost_now:
+            raise MongoAdminError("connection refused")
+        if name == "hello":
+            return load("hello_primary.json") if self.name == A else load("hello_secondary.json")
+        if name == "replSetGetStatus":
+            net.reads += 1
+            members = {}
+            for member in (A, B, C):
+                gone = member == net.away or (member == net.lost and lost_now)
+                members[member] = {
+                    "stateStr": "(not reachable/healthy)" if gone else ("PRIMARY" if member == A else "SECONDARY"),
+                    "health": 0.0 if gone else 1.0,
+                    "self": member == self.name,
+                }
+            return status(members=members)
+        raise AssertionError(name)
+
+    def close(self):
+        pass
+
+
+def _away_member(network, **guard):
+    member = MongoNode(
+        dict(
+            address=network.away,
+            client_factory=network,
+            poll_interval=0.01,
+            rejoin_timeout=5,
+            guard=dict({"max_wait_s": 1, "interval_s": 0.01}, **guard),
+        ),
+        catalog=None,
+    )
+    # the set as the away member saw it right before its stop (it is the member marked self)
+    member.last_view = view(hello="hello_secondary.json", members={m: {"self": m == network.away} for m in (A, B, C)})
+    return member
+
+
+def test_a_member_lost_while_another_is_away_stops_the_wait():
+    network = FakeSet(away=B, lost=C, lose_after=2)
+    member = _away_member(network, peer_down_polls=2)
+    with pytest.raises(guards.PeerDownError) as caught:
+        member.wait_back()
+    assert set(caught.value.peers) == {C} and "while %s was away" % B in str(caught.value)
+    assert "health 0" in caught.value.peers[C]  # reported by A, which still answers
+
+
+def test_the_away_member_itself_is_no_peer_and_its_return_ends_the_wait():
+    network = FakeSet(away=B, back_after=3)
+    member = _away_member(network, peer_down_polls=1)
+    back = member.wait_back()
+    assert back["secondary"] and network.reads >= 1
+
+
+def test_a_peer_seen_down_once_is_not_yet_down():
+    network = FakeSet(away=B, lost=C, lose_after=0, back_after=0)
+    member = _away_member(network, peer_down_polls=2)
+    # the one poll before B answers sees C down: once is not yet down, and the step goes on
+    assert member.wait_back()["secondary"]
