@@ -431,7 +431,7 @@ class FakeParameters:
     def command(self, name, *args, **kwargs):
         self.commands.append((name, dict(kwargs)))
         if name == "getParameter":
-            (wanted,) = kwargs
+            wanted = next(iter(kwargs))
             reply = dict(load("get_parameter.json"))
             for key in self.values:
                 reply.pop(key, None)
@@ -439,7 +439,7 @@ class FakeParameters:
                 reply[wanted] = self.values[wanted]
             return reply
         if name == "setParameter":
-            ((key, value),) = kwargs.items()
+            key, value = next(iter(kwargs.items()))
             reply = dict(load("set_parameter_wiredtiger_cache.json"), was=self.values.get(key))
             self.values[key] = value
             return reply
