@@ -63,13 +63,12 @@ def ferretdb(tmp_path_factory):
 @pytest.fixture(scope="session")
 def load_driver_home():
     """The load driver (role load_driver) installed once per run under .lab/test, where the lab tests' lab_up puts
-    it too; its home directory. TACTICIAN_IT_DRIVER_LAB names another directory, for a second pytest process run
-    beside the first (scripts/run-tests.sh), so that the two never install into one directory at once."""
+    it too; its home directory."""
     import os
 
     from ansible_run import ROOT, run_playbook
 
-    lab_dir = os.environ.get("TACTICIAN_IT_DRIVER_LAB") or os.path.join(ROOT, ".lab", "test")
+    lab_dir = os.path.join(ROOT, ".lab", "test")
     install = run_playbook(
         os.path.join(ROOT, "tests", "integration", "playbooks", "load_driver.yml"),
         os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml"),
