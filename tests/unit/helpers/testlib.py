@@ -20,8 +20,8 @@ CURRENT = {"concurrent_reads": 32, "concurrent_writes": 32}
 class Clock:
     """A clock for the engine's waits: calling it reads the time, sleep() advances it (no real waiting)."""
 
-    def __init__(self):
-        self.now = 0.0
+    def __init__(self, start=0.0):
+        self.now = float(start)
 
     def __call__(self):
         return self.now

@@ -4,6 +4,7 @@ import json
 import os
 
 import pytest
+import testlib
 from testlib import FIXTURES
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.mongodb import client as mongodb
@@ -14,15 +15,8 @@ from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import o
 FIXTURES = os.path.join(FIXTURES, "mongodb")
 
 
-class Clock:
-    def __init__(self):
-        self.now = 1_700_000_000.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
+def Clock():
+    return testlib.Clock(1_700_000_000.0)
 
 
 def counting_probe(node, clock, per_second, counted=True, gauges=None):

@@ -8,6 +8,7 @@ import json
 import sqlite3
 
 import pytest
+import testlib
 
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import history, samples
 from ansible_collections.tactician.nosql.plugins.module_utils.telemetry import observer as observe
@@ -20,15 +21,8 @@ from ansible_collections.tactician.nosql.plugins.module_utils.telemetry.samples 
 )
 
 
-class Clock:
-    def __init__(self):
-        self.now = 1_700_000_000.0
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.now += seconds
+def Clock():
+    return testlib.Clock(1_700_000_000.0)
 
 
 def cassandra_sample(state=None, node="127.0.0.1:9042", time=1_700_000_030.0):
