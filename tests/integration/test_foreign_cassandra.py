@@ -326,9 +326,9 @@ def foreign_cassandra(tmp_path_factory):
             with open(host.path("/etc/cassandra/cassandra-env.sh"), "w", encoding="utf-8") as handle:
                 handle.write(
                     "# Sourced by /etc/init.d/cassandra\nMAX_HEAP_SIZE=512M\nJMX_PORT=%d\n"
-                    "# A test cluster: the first superuser without the 10 s wait\n"
-                    'JVM_EXTRA_OPTS="-Dcassandra.superuser_setup_delay_ms=0 -Dcassandra.ring_delay_ms=5000"\n'
-                    % JMX[host.name]
+                    "# A test cluster: the first superuser without the 10 s wait, no wait for gossip to settle\n"
+                    'JVM_EXTRA_OPTS="-Dcassandra.superuser_setup_delay_ms=0 -Dcassandra.ring_delay_ms=5000'
+                    ' -Dcassandra.skip_wait_for_gossip_to_settle=0"\n' % JMX[host.name]
                 )
         for host in cluster.hosts:  # one node at a time, as a cluster is started
             host.ssh("service cassandra start")

@@ -515,7 +515,10 @@ def _from_prometheus(store, cluster, end, duration):
 def _assert_prometheus_agrees(store, cluster, observed, driven, servers):
     """Over the span of the observation (from right before the observe task to right after it, about 20 s: four
     scrapes and more), the Prometheus history's sample agrees with the driver's own count within 5 % and with the
-    observe task's read ratio, and its CPU of the servers with their own /proc accounting within 10 %."""
+    observe task's read ratio, and its CPU of the servers with their own /proc accounting within 25 %: Prometheus's
+    rate reads the three or four scrapes inside the window (10-15 s of it) while /proc spans all of it, and a JVM's
+    CPU at this load comes in bursts (flushes, collections) that fall on one side of a scrape or the other. The
+    check is for the units and the sum over the nodes, which an error would put off by far more."""
     (start, before), (end, after) = driven["cpu_by_proc"]
     read = _from_prometheus(store, cluster, end, end - start)
     rate = _driver_rate_in_window(driven, dict(time=end, window_s=end - start))
@@ -528,7 +531,7 @@ def _assert_prometheus_agrees(store, cluster, observed, driven, servers):
         "%s from Prometheus over %.1f s: %.1f ops/s against the driver's %.1f; servers' CPU %.3f against /proc's %.3f"
         % (store, end - start, read["aggregate"]["throughput"], rate, prometheus_cpu, own_cpu)
     )
-    assert own_cpu > 0 and abs(prometheus_cpu - own_cpu) <= 0.10 * own_cpu, (prometheus_cpu, own_cpu)
+    assert own_cpu > 0 and abs(prometheus_cpu - own_cpu) <= 0.25 * own_cpu, (prometheus_cpu, own_cpu)
     return read
 
 
