@@ -49,6 +49,7 @@ import sys
 import time
 
 import knob_effects as ke
+import shape_racing
 import shape_training as st
 import yaml
 from _common import ROOT
@@ -65,6 +66,8 @@ LATEST = "cassandra_latest"
 ARMS_LATEST = ("defaults", "tuned", LATEST, "defaults again")
 # With --tuned-node: the tuned configuration on a node of its own (its table's page cache its own).
 TUNED = "tuned"
+# With --raced: the best configuration of a race on the node shape (shape_racing.py), on the tuned node.
+RACED = "raced"
 DESIGNS = ("rounds", "pairs", "concurrent")
 # --design concurrent: the pairs' phases, but each pair's two windows at the same time, one client per node.
 CONCURRENT = "concurrent"
@@ -734,6 +737,12 @@ def parse_args(argv):
         action="store_true",
         help="after every window, the SSTables of its table and the SSTables a read touched (nodetool)",
     )
+    parser.add_argument(
+        "--raced",
+        default=None,
+        help="pairs or concurrent: a phase more, the best configuration of a race on this node shape "
+        "(benchmarks/shape_racing.py's history) on the tuned node, measured as the surrogate + GA's is",
+    )
     parser.add_argument("--reload", action="store_true", help="reload the data sets even when they are in place")
     parser.add_argument("--records", type=int, default=4000000)
     parser.add_argument("--threads", type=int, default=64)
@@ -765,10 +774,10 @@ def parse_args(argv):
             parser.error(
                 "--rounds: %r with --design %s; choose an even number (whole ABBA blocks)" % (args.rounds, args.design)
             )
-    elif args.ucs or args.no_tuned or args.node_phase:
+    elif args.ucs or args.no_tuned or args.node_phase or args.raced:
         parser.error(
-            "--ucs, --node-phase and --no-tuned: only with --design pairs or concurrent (the rounds compare every "
-            "arm on one node)"
+            "--ucs, --node-phase, --raced and --no-tuned: only with --design pairs or concurrent (the rounds compare "
+            "every arm on one node)"
         )
     elif args.latest and args.rounds % 4:
         parser.error(
@@ -777,7 +786,7 @@ def parse_args(argv):
     return args
 
 
-def arm_configs(args, defaults, tuned):
+def arm_configs(args, defaults, tuned, raced=None):
     """{arm: configuration} of a run, in the order of its phases: the defaults (on the 16 KiB table), the tuned
     configuration (unless --no-tuned), a phase per --ucs and --node-phase value on the tuned node, the latest
     node's (--latest), and the defaults again."""
@@ -785,6 +794,8 @@ def arm_configs(args, defaults, tuned):
     configs = {"defaults": base}
     if not args.no_tuned:
         configs["tuned"] = dict(tuned, node=TUNED) if args.tuned_node else tuned
+    if raced is not None:
+        configs[RACED] = dict(raced, node=TUNED)
     for scaling in args.ucs:
         configs[ucs_arm(scaling)] = dict(base, node=TUNED, **{UCS: scaling})
     for name, changes in args.node_phase.items():
@@ -841,7 +852,14 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
     ) as probe:
         for spec in args.workloads:
             config, predicted, per_chunk = tuned_config(model, hardware, spec, args.records, args.threads, defaults)
-            configs = arm_configs(args, defaults, config)
+            raced = race = None
+            if args.raced:
+                raced, race = shape_racing.race_best(args.raced)
+                log(
+                    "%s: raced %s (mean %s ops/s over its %d windows of the race, %d windows in all)"
+                    % (spec, raced, race["best"]["mean"], race["best"]["instances"], race["evaluations"])
+                )
+            configs = arm_configs(args, defaults, config, raced)
             base = configs["defaults"]
             work = st.workload_row(spec, args.records, args.threads)
             work.pop("name")
@@ -863,6 +881,9 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
                     "configs": configs,
                     "predicted": {"tuned": predicted, "defaults": base_predicted},
                     "per_chunk": {str(k): v for k, v in per_chunk.items()},
+                    "race": None
+                    if race is None
+                    else {"history": args.raced, "best": race["best"], "evaluations": race["evaluations"]},
                     "windows": windows,
                     "switches": switches,
                 }

@@ -1,0 +1,222 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""Iterated racing on the bench node shape: the model-free static tuner (planning/racing.py, seed 004's irace) with
+real, warm windows as its evaluations, on the same knobs and the same budget of measured windows as the surrogate
++ GA (benchmarks/shape_training.py then shape_tuning.py).
+
+The space: the live knobs of shape_training.py (concurrent_reads, key_cache_size, compaction_throughput, in its
+ranges) and the compression chunk length of the twin tables (4 or 16 KiB: the same rows written at each, so a
+configuration's chunk length picks the table its window reads; a rewrite of the table is not raced). The defaults
+are seeded into the first iteration, as tune.yml does.
+
+An evaluation is one window of a warm client: the configuration's live knobs set on the bench node, --settle-s
+left out, then --window-s measured (ops/s; the node's and the client side's CPU and the CPU speed kept beside it
+in the history). The race asks for every evaluation it needs before its next decision (the configurations alive on
+the next instance); they are run grouped by table, one client per table, in a shuffled order, the table warmed
+first (--warmup-s the first time, --rewarm-s after the other table). The budget counts windows: the surrogate the
+side-by-side runs search was fitted on 16 windows of workload B (8 per table) and 16 of A.
+
+    .venv/bin/ansible-playbook -i inventories/bench playbooks/lab_up.yml
+    .venv/bin/python benchmarks/shape_racing.py --workload b --budget 16
+    .venv/bin/python benchmarks/shape_tuning.py --workloads b --design concurrent --rounds 4 --warmup-s 300 \
+        --table-state --raced .lab/bench/shape-racing/race-b-<stamp>.jsonl
+    .venv/bin/python benchmarks/shape_racing.py --dry-run --budget 16    # the race on a made-up response, no node
+
+The race's history (tactician.race/v1, as tune.yml writes) is the input of shape_tuning.py --raced, which re-measures
+the race's best beside the defaults and the surrogate + GA's configuration in a run that took no part in either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+import knob_effects as ke
+import shape_training as st
+
+from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_features
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import racing
+from ansible_collections.tactician.nosql.plugins.module_utils.trials import speed_probe
+
+CHUNKS = (4, 16)
+
+
+def make_race(spec, budget, seed, first_test, key_cache_mb):
+    """The race over the live knobs and the twin tables' chunk length, the defaults (16 KiB) seeded in."""
+    ranges = dict(st.RANGES, **{st.CHUNK: [min(CHUNKS), max(CHUNKS)]})
+    defaults = dict(st.DEFAULTS, key_cache_size=key_cache_mb, **{st.CHUNK: 16})
+    space = surrogate_features.FeatureSpace(
+        catalog.Catalog.for_store("cassandra", "5.0"), list(ranges), ranges=ranges, defaults=defaults
+    )
+
+    def twin_table(config):
+        # Only the chunk lengths a twin table is written at can be measured without rewriting a table.
+        ok = int(config.get(st.CHUNK, 16)) in CHUNKS
+        return ok, "" if ok else "%s: only the twin tables' %s KiB" % (st.CHUNK, " and ".join(map(str, CHUNKS)))
+
+    return racing.Race(
+        space,
+        [{"workload": spec, "seed": index} for index in range(budget)],
+        budget_evaluations=budget,
+        seed=seed,
+        initial=[defaults],
+        feasible=twin_table,
+        first_test=first_test,
+        each_test=1,
+    )
+
+
+def race_best(path):
+    """(best configuration, the race's result) of a finished race's history written by this script."""
+    history = racing.TrialHistory(path)
+    header = history.header
+    if not header or not header.get("instances"):
+        raise SystemExit("--raced: %s is not a race history (no tactician.race/v1 header)" % path)
+    race = make_race(
+        header["instances"][0]["workload"],
+        header["budget_evaluations"],
+        header["seed"],
+        header["first_test"],
+        header["initial"][0]["key_cache_size"],
+    )
+    pending, result = race.ask(history)
+    if pending:
+        raise SystemExit(
+            "--raced: the race of %s has not finished (%d evaluations pending)" % (path, result["pending"])
+        )
+    return {k: int(v) for k, v in result["best"]["config"].items()}, result
+
+
+def live_part(config):
+    return {k: int(v) for k, v in config.items() if k in st.RANGES}
+
+
+def measure(spec, pending, args, sampler, probe, log, warm, rng):
+    """Run the pending evaluations, grouped by table: [(config, index, record)]. warm: {"table": the table the node
+    last read} (updated)."""
+    by_table = {}
+    for entry in pending:
+        for instance in entry["instances"]:
+            by_table.setdefault(int(entry["config"][st.CHUNK]), []).append((entry["config"], instance["index"]))
+    done = []
+    # The table the node read last first: it is warm already.
+    for chunk in sorted(by_table, key=lambda c: c != warm.get("table")):
+        items = by_table[chunk]
+        rng.shuffle(items)
+        table = ke.CHUNK_TABLES[chunk]
+        warmup = 0.0 if warm.get("table") == chunk else (args.rewarm_s if warm.get("table") else args.warmup_s)
+        total = warmup + len(items) * (args.settle_s + args.window_s + 5) + 60
+        client = ke.Client(ke.client_params(spec, table, total, args.threads, args.records))
+        client.start()
+        log("%s KiB: %s %d windows" % (chunk, "warm-up %d s, then" % warmup if warmup else "warm,", len(items)))
+        time.sleep(max(warmup, 10.0))  # a client's first status lines come after its connections are up
+        windows = []
+        try:
+            for config, index in items:
+                st.apply_config(live_part(config))
+                time.sleep(args.settle_s)
+                start = sampler.sample()
+                time.sleep(args.window_s)
+                windows.append((config, index, start, sampler.sample()))
+                if client.error or not client.is_alive():
+                    break
+        finally:
+            st.apply_config(live_part(st.DEFAULTS))
+        client.join()
+        if client.error:
+            raise SystemExit("%s: the client failed: %s" % (spec, client.error))
+        warm["table"] = chunk
+        status, speeds = client.status(), probe.samples()
+        for config, index, start, end in windows:
+            record = ke.window_record("race", start, end, status, speeds)
+            log("  %s on instance %d: %s ops/s" % (live_part(config), index, ke._fmt(record["ops_s"], "%.0f")))
+            done.append((config, index, record))
+    return done
+
+
+def made_up(config, instance):
+    """--dry-run's response: 4 KiB chunks +20 %, concurrent_reads below 20 -25 %, 5 % noise per window."""
+    rng = random.Random(json.dumps([config, instance], sort_keys=True, default=str))
+    value = 3000.0 * (1.2 if int(config[st.CHUNK]) == 4 else 1.0)
+    value *= 0.75 if int(config["concurrent_reads"]) < 20 else 1.0
+    return value * rng.gauss(1.0, 0.05)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--workload", default="b", help="one of %s" % ", ".join(ke.WORKLOADS))
+    parser.add_argument("--budget", type=int, default=16, help="evaluations (measured windows) in all")
+    parser.add_argument("--first-test", type=int, default=2, help="instances before the first elimination test")
+    parser.add_argument("--window-s", type=float, default=50.0)
+    parser.add_argument("--settle-s", type=float, default=8.0)
+    parser.add_argument("--warmup-s", type=float, default=300.0, help="before the first client run")
+    parser.add_argument("--rewarm-s", type=float, default=120.0, help="before a client run on the other table")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--records", type=int, default=4000000)
+    parser.add_argument("--threads", type=int, default=64)
+    parser.add_argument("--history", default=None, help="the race's history (default: a new file in the run folder)")
+    parser.add_argument("--dry-run", action="store_true", help="race a made-up response; no node needed")
+    args = parser.parse_args(argv)
+    if args.workload not in ke.WORKLOADS:
+        parser.error("--workload: %r is not allowed; choose from %s" % (args.workload, ", ".join(ke.WORKLOADS)))
+    if args.budget < 2:
+        parser.error("--budget: %r is too few; choose 2 or more" % args.budget)
+    if args.first_test < 1:
+        parser.error("--first-test: %r is not allowed; choose 1 or more" % args.first_test)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.dry_run:
+        race = make_race(args.workload, args.budget, args.seed, args.first_test, 51)
+        result = race.run(made_up, args.history)
+        print(json.dumps({k: result[k] for k in ("best", "elites", "configurations", "evaluations")}, indent=1))
+        return 0
+    out, stamp, log, server_cpus = ke._shape.start_run("shape-racing")
+    ke._shape.ensure_loaded(args.records, log=log)
+    log(ke._shape.describe())
+    key_cache_mb = ke.current_value("key_cache_size")
+    race = make_race(args.workload, args.budget, args.seed, args.first_test, key_cache_mb)
+    history = args.history or os.path.join(out, "race-%s-%s.jsonl" % (args.workload, stamp))
+    sampler = ke.Sampler(ke._shape.server_pid())
+    rng = random.Random(args.seed)
+    warm = {}
+    began = time.monotonic()
+    with speed_probe.SpeedProbe(
+        server_cpus or set(range(os.cpu_count() or 1)), os.path.join(out, "cpu-speed-%s.txt" % stamp)
+    ) as probe:
+        while True:
+            pending, state = race.ask(history)
+            if not pending:
+                break
+            log(
+                "race: %d evaluations pending, %d done; leader %s"
+                % (state["pending"], state["evaluations"], state.get("leader"))
+            )
+            for config, index, record in measure(args.workload, pending, args, sampler, probe, log, warm, rng):
+                if not record.get("ops_s"):
+                    raise SystemExit("instance %d of %s: the window has no throughput" % (index, config))
+                extra = {k: record.get(k) for k in ("server_cpu", "client_side_cpu", "cpu_speed", "read_mb_s")}
+                race.tell(history, config, index, record["ops_s"], record["seconds"], extra={"run": extra})
+    result = state
+    lines = [
+        "Race on workload %s, %d windows of %d s (%.0f min in all); history %s"
+        % (args.workload, result["evaluations"], args.window_s, (time.monotonic() - began) / 60, history),
+        "best: %s (mean %s ops/s over %d instances)"
+        % (result["best"]["config"], result["best"]["mean"], result["best"]["instances"]),
+    ]
+    lines += ["elite: %s (mean %s over %d)" % (e["config"], e["mean"], e["instances"]) for e in result["elites"]]
+    with open(os.path.join(out, "race-%s-%s.md" % (args.workload, stamp)), "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
