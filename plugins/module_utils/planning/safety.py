@@ -270,6 +270,30 @@ def switch_gain(line, current, target, steps, model_error=0.0):
     return switched - stay, stay, share
 
 
+def _shifted(line, start):
+    """line from step start on (a Timeline of its remaining steps, without a debt ledger)."""
+    demand = None if line.demand is None else line.demand[start:]
+    return planner.Timeline(
+        line.F[start:], line.roll, line.step_s, demand=demand, restart=line.restart, layouts=line.layouts
+    )
+
+
+def against_waiting(line, current, target, steps, model_error=0.0):
+    """Ops gained by switching from current to target now rather than once the workload turns: a watching
+    controller that stays sees the first step favouring target one step late and starts the same switch then,
+    held to the end of the window. Against staying when the workload never turns inside the window. (Without the
+    line's debt: the two arms are valued alike.)"""
+    factor = 1.0 - model_error
+    plain = _shifted(line, 0)
+    steps = min(steps, plain.steps)
+    now, _stay, _share = switch_gain(plain, current, target, steps, model_error)
+    turn = next((k for k in range(steps) if plain.F[k, target] * factor > plain.F[k, current]), None)
+    if turn is None or turn + 1 >= steps:
+        return now
+    later, _stay, _share = switch_gain(_shifted(plain, turn + 1), current, target, steps - turn - 1, model_error)
+    return now - later
+
+
 def _t_quantile(confidence, df):
     """One-sided Student t quantile (core/stats.py)."""
     return stats.t_quantile(confidence, df)
@@ -573,6 +597,8 @@ def decide(
     # One Timeline per scenario for every candidate (central counts as a scenario only without error paths).
     lines = [make_line(scenario) for scenario in ([central] if errors is None or not scenarios else []) + scenarios]
     central_line = make_line(central)
+    # The workload seen now, held: whether the risk a safer candidate leaves has shown yet.
+    observed = central_line if central is persistence else make_line(persistence)
     # Each candidate's worst case: its lowest throughput with the read ratio held anywhere in the domain (a cold
     # start's scenarios are the domain already).
     domain = (
@@ -598,7 +624,16 @@ def decide(
         ):
             # A safer configuration (a better worst case than the one in place): leaving a risk needs the
             # expected gain, not its lower bound - the uncertainty that bound prices is the risk left behind.
-            found.update(lower=found["expected"], safer=True)
+            lower = found["expected"]
+            if observed.F[0, current] >= observed.F[0, target] * (1.0 - policy.model_error):
+                # While the workload seen now still favours the configuration in place, the risk has not shown,
+                # and staying commits the cluster to nothing: a watching controller leaves once it shows. So the
+                # switch now must also gain against that later one (the option of waiting, as seed 001's
+                # break-even: a switch is worth starting early only if the risk turns faster than a reaction).
+                waits = [against_waiting(item, current, target, window, policy.model_error) for item in lines]
+                lower = min(lower, sum(waits) / len(waits))
+                found["waiting"] = sum(waits) / len(waits)
+            found.update(lower=lower, safer=True)
         if errors is None and target == previous and recent is not None and found["lower"] <= found["needed"]:
             # Undo: with nothing known of what comes, the configuration the last switch left is the known fallback
             # (as OnlineTune keeps the starting configuration in its safe set). Go back to it when it wins on the
@@ -644,7 +679,11 @@ def decide(
         "the workload seen now and the recent past, going back to the configuration the last switch left"
         if best.get("undo")
         else "the mean of %d scenarios, the target being safer than the configuration in place (a better worst case "
-        "over every read ratio)" % best["n"]
+        "over every read ratio)%s"
+        % (
+            best["n"],
+            ", against staying as well as against leaving once the workload turns" if "waiting" in best else "",
+        )
         if best.get("safer")
         else "the worst of %d domain scenarios" % best["n"]
         if errors is None

@@ -274,3 +274,22 @@ def test_the_commitment_is_valued_on_the_moments_whose_regime_was_as_young_as_no
         ).target
         is None
     )
+
+
+def test_a_safer_configuration_is_not_taken_before_the_risk_shows_when_a_reaction_is_as_good():
+    # Read-optimized in place in a read phase; in the past half of such moments the phase turned to writes 10
+    # steps later. Leaving for balanced now gains on average over the whole window against holding read-optimized
+    # through the writes, but not against leaving once the writes show: staying commits the cluster to nothing.
+    paths = [[0.0] * 10 + [-0.95] * (STEPS - 10) if i % 2 else [0.0] * STEPS for i in range(20)]
+    origins = [i * STEPS for i in range(20)]
+    assert safety.decide(make_line, 1, flat(0.95), flat(0.95), paths, paths, origins=origins).target is None
+    lines = [make_line(safety.apply_errors(flat(0.95), {"read_ratio": path})) for path in paths]
+    assert safety.assess(lines, 1, 3, STEPS, safety.SafetyPolicy(), origins=origins)["expected"] > 0
+    assert sum(safety.against_waiting(item, 1, 3, STEPS) for item in lines) < 0
+    # Once the writes show (the workload seen now favours balanced), the reaction is now: the expected gain rules.
+    turned = [[0.0] * STEPS if i % 2 else [0.95] * STEPS for i in range(20)]
+    decision = safety.decide(make_line, 1, flat(0.0), flat(0.0), turned, turned, origins=origins)
+    assert decision.target == 3 and decision.assessment.get("safer")
+    # A risk that turns faster than a reaction: the switch now gains against the later one too.
+    quick = make_line({"read_ratio": [0.95] + [0.0] * (STEPS - 1)})
+    assert safety.against_waiting(quick, 1, 3, STEPS) > 0
