@@ -23,7 +23,10 @@ front of the plan's first switch, the only one a receding-horizon controller eve
    the model can tell). The decision uses the lower confidence bound of the mean gain (Student t at
    ``confidence``, one-sided): what the forecast has actually been worth, not what it promises. A candidate
    safer than the one in place (a better worst case over the read ratios) needs only its expected gain: the
-   bound prices a risk the switch leaves behind.
+   bound prices a risk the switch leaves behind. While the workload seen now still favours the configuration in
+   place, that risk has not shown, and staying commits the cluster to nothing: the safer switch must then also
+   gain, on average over the scenarios, against the same switch started once the workload turns
+   (against_waiting(): the option of waiting).
 3. Hysteresis and dwell. The lower bound must exceed ``margin`` x the ops of staying over the window
    (``back_margin`` when b is the configuration left last); no switch starts sooner than ``min_dwell_s`` after the
    previous one ended. With ``horizon`` commitment a switch is also valued held only as long as it commits the
@@ -32,14 +35,18 @@ front of the plan's first switch, the only one a receding-horizon controller eve
    longer than the commitment but not the whole lookahead no longer blocks a switch that pays inside it. That
    bound is the lower confidence bound on the past moments whose regime was as young as now's, when
    ``min_independent`` of them lie a commitment apart; whether the errors are known at all still takes
-   ``min_independent`` origins a lookahead apart.
+   ``min_independent`` origins a lookahead apart. Without such young moments, the commitment is also valued on
+   how long every complete regime of the history went on once it had lasted as long as now's, whatever its level
+   (regime_scenarios(): now's workload held for what was left of it, then the read ratio worst for the switch),
+   one regime one independent scenario: how long regimes last is evidence every phase gives.
 4. The long run. A configuration that does not win over the next lookahead may still win over every lookahead:
    the one the whole trace favours (static-optimized, which no forecast of one lookahead shows when the workload
    swings). The history observed so far is cut into lookahead-long blocks; the switch's steady gain in each block
    is a sample of what a lookahead to come brings. Held as long as the history is (as many blocks ahead), with
    the lower confidence bound of the mean block gain, one roll paid: when that exceeds the margin over at least
-   ``min_independent`` blocks, and the switch does not lose on average over the next lookahead's scenarios, it
-   starts: the workload's past as its forecast, trusted as far as its blocks agree.
+   ``min_independent`` blocks, and the switch does not lose on average over the next lookahead's scenarios (nor,
+   leaving a risk that has not shown, against the option of waiting), it starts: the workload's past as its
+   forecast, trusted as far as its blocks agree.
 
 Everything is in the planner's units: ops over the window, a Timeline per scenario (cost_benefit.Timeline).
 """
@@ -50,7 +57,11 @@ import math
 from dataclasses import asdict, dataclass
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import checks, imports, stats
-from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast_series import AGE, FIELD_BOUNDS
+from ansible_collections.tactician.nosql.plugins.module_utils.models.forecast_series import (
+    AGE,
+    AGE_RADIUS,
+    FIELD_BOUNDS,
+)
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 
 DOMAIN_GRID = tuple(round(0.1 * i, 1) for i in range(11))
@@ -608,6 +619,7 @@ def decide(
     best = None
     assessed = {}
     young_lines = None
+    waiting = {}
     # The plan's own target first: when it holds under the uncertainty, the plan's choice stands.
     order = sorted(windows, key=lambda t: t != planned)
     for target in order:
@@ -632,7 +644,7 @@ def decide(
                 # break-even: a switch is worth starting early only if the risk turns faster than a reaction).
                 waits = [against_waiting(item, current, target, window, policy.model_error) for item in lines]
                 lower = min(lower, sum(waits) / len(waits))
-                found["waiting"] = sum(waits) / len(waits)
+                found["waiting"] = waiting[target] = sum(waits) / len(waits)
             found.update(lower=lower, safer=True)
         if errors is None and target == previous and recent is not None and found["lower"] <= found["needed"]:
             # Undo: with nothing known of what comes, the configuration the last switch left is the known fallback
@@ -668,6 +680,22 @@ def decide(
                 brief.update(needed=margin * max(brief["stay"], 0.0), window=short, target=target)
                 if brief["lower"] - brief["needed"] > found["lower"] - found["needed"]:
                     found = brief
+                if brief_lines is lines and now is not None and AGE in now:
+                    # Too few moments of this level as young as now's: how long a regime that has lasted as long
+                    # as now's went on, read from every complete regime of the history, whatever its level, and
+                    # after its end the read ratio worst for the switch (rule 4 of docs/plan.md).
+                    lasting = regime_scenarios(
+                        make_line, persistence, history, now[AGE], domain, current, target, policy
+                    )
+                    if lasting is not None:
+                        pooled = assess(lasting, current, target, short, policy)
+                        pooled.update(
+                            needed=margin * max(pooled["stay"], 0.0), window=short, target=target, regimes=True
+                        )
+                        if pooled["lower"] - pooled["needed"] > found["lower"] - found["needed"]:
+                            found = pooled
+        if target in waiting:
+            found["waiting"] = waiting[target]
         assessed[target] = found
         if best is None or found["lower"] - found["needed"] > best["lower"] - best["needed"]:
             best = found
@@ -726,6 +754,49 @@ def decide(
     return Decision(None, text + ": keep the configuration", basis, score, best, plan)
 
 
+def _read_ratios(history):
+    """The read ratio of every step of history ({field: [values]}), or None when it holds no read share."""
+    if not history:
+        return None
+    if "read_ratio" in history:
+        return [float(v) for v in history["read_ratio"]]
+    if "read" in history:
+        return [float(v) for v in history["read"]]
+    return None
+
+
+def regime_lengths(values, radius=AGE_RADIUS):
+    """Steps each complete regime of values lasted (a regime: the steps within radius of its first; the first
+    regime, whose start is not seen, and the last, still going on, left out)."""
+    lengths, start = [], 0
+    for index in range(1, len(values)):
+        if abs(float(values[index]) - float(values[start])) > radius + 1e-9:
+            lengths.append(index - start)
+            start = index
+    return lengths[1:]
+
+
+def regime_scenarios(make_line, persistence, history, age, domain, current, target, policy):
+    """Scenarios of how long the workload seen now goes on, from every complete regime of the history that
+    lasted longer than now's has (age steps), whatever its level: now's workload held for what was left of that
+    regime, then the read ratio of the domain worst for the switch from current to target. None with fewer than
+    policy.min_independent such regimes. (Each regime is one independent sample.)"""
+    values = _read_ratios(history)
+    if values is None:
+        return None
+    age = int(age)
+    left = [length - age - 1 for length in regime_lengths(values) if length > age]
+    if len(left) < policy.min_independent:
+        return None
+    factor = 1.0 - policy.model_error
+    edges = [float(item.F[0, target]) * factor - float(item.F[0, current]) for item in domain]
+    worst = domain_scenarios(persistence)[edges.index(min(edges))]
+    return [
+        make_line({field: list(persistence[field][:steps]) + list(worst[field][steps:]) for field in persistence})
+        for steps in left
+    ]
+
+
 def _commitment(line, current, target, policy):
     """Steps the switch from current to target commits the cluster to: its roll, then the minimum dwell (at least
     one step, at most the line)."""
@@ -742,7 +813,8 @@ def _long_run_choice(make_line, history, current, steps, assessed, previous, pol
         return None
     chosen = None
     for target, near in assessed.items():
-        if near["expected"] < 0:
+        if near["expected"] < 0 or near.get("waiting", 0.0) < 0:
+            # Losing over the next lookahead, or leaving a risk that has not shown (the option of waiting).
             continue
         found = long_run(make_line, history, current, target, steps, policy, blocks=blocks)
         margin = policy.back_margin if previous is not None and target == previous else policy.margin

@@ -293,3 +293,38 @@ def test_a_safer_configuration_is_not_taken_before_the_risk_shows_when_a_reactio
     # A risk that turns faster than a reaction: the switch now gains against the later one too.
     quick = make_line({"read_ratio": [0.95] + [0.0] * (STEPS - 1)})
     assert safety.against_waiting(quick, 1, 3, STEPS) > 0
+
+
+def test_a_young_regime_seen_too_seldom_at_its_level_is_valued_on_how_long_every_regime_went_on():
+    # Read-optimized over balanced at the start of a read phase (age 0). Of the past moments like now, none was as
+    # young (the read phases seen began before the history), so the commitment has no young moments to go on, and
+    # at any age half of them turned to writes 5 steps later. The history holds three complete regimes (writes,
+    # reads, writes), each 40 steps.
+    origins = list(range(0, 200, 5))
+    turning = [[0.0] * 5 + [-0.9] * (STEPS - 5) if o % 2 else [0.0] * STEPS for o in origins]
+    states = [{"read_ratio": 0.95, AGE: 60} for _o in origins]
+    now = {"read_ratio": 0.95, AGE: 0}
+
+    def decide(history):
+        return safety.decide(
+            make_line,
+            3,
+            flat(0.95),
+            flat(0.95),
+            turning,
+            turning,
+            origins=origins,
+            states=states,
+            now=now,
+            history=None if history is None else {"read_ratio": history},
+        )
+
+    assert decide(None).target is None
+    history = [0.95] * 10 + [0.05] * 40 + [0.95] * 40 + [0.05] * 40 + [0.95]
+    assert safety.regime_lengths(history) == [40, 40, 40]
+    lasted = decide(history)
+    assert lasted.target == 1 and lasted.assessment.get("regimes") and lasted.assessment["window"] == 23
+    # Regimes that ended within the commitment: after them the read ratio worst for the switch; no switch.
+    assert decide([0.95] * 10 + ([0.05] * 8 + [0.95] * 8) * 4 + [0.05] * 8 + [0.95]).target is None
+    # Two complete regimes are not evidence enough.
+    assert decide([0.05] * 10 + [0.95] * 40 + [0.05] * 40 + [0.95]).target is None
