@@ -174,10 +174,15 @@ def measure_node(duration, interval=1.0, pid_file=None, data_dir=None, clock=Non
     }
 
 
-def window_usage(measured, start, end, min_cover=0.75):
+def window_usage(measured, start, end, min_cover=0.75, min_share=0.5):
     """A sample's resources over [start, end] from measure_node()'s readings, and the server process's CPU:
     (resources, process_cpu_pct or None, None) or (None, None, why) when the readings do not cover at least
-    min_cover of the window (clocks apart, or a measurement that began late or ended early)."""
+    min_cover of the window (clocks apart, or a measurement that began late or ended early).
+
+    The readings nearest the window's edges are used. When those leave too much of the window out (a node too busy
+    to read on time: a gap of seconds between two readings) and readings lie on both sides of the window, the span
+    between the last reading before it and the first after it is used instead, if the window is at least min_share
+    of that span: it covers the whole window, with a little of its edges."""
     snapshots = sorted(measured.get("snapshots") or [], key=lambda s: s["t"])
     if end <= start:
         return None, None, "the window is empty (%r to %r)" % (start, end)
@@ -195,6 +200,10 @@ def window_usage(measured, start, end, min_cover=0.75):
     if first is None or last is None or last["t"] <= first["t"]:
         return None, None, "no readings on the node between %.1f and %.1f" % (start, end)
     overlap = min(end, last["t"]) - max(start, first["t"])
+    if overlap < min_cover * (end - start) and before and after:
+        outer_first, outer_last = before[-1], after[0]
+        if (end - start) >= min_share * (outer_last["t"] - outer_first["t"]):
+            first, last, overlap = outer_first, outer_last, end - start
     if overlap < min_cover * (end - start):
         return (
             None,

@@ -63,6 +63,20 @@ def test_window_usage_refuses_readings_that_miss_the_window():
     assert "cover 17 % of the window" in why and "clocks" in why
 
 
+def test_window_usage_bridges_a_gap_in_the_readings_with_the_readings_around_the_window():
+    """A node too busy to read on time: readings at 10.6 and 12.7 inside a 4 s window, the next at 16.0. The
+    readings nearest the edges cover half of it; the ones around it cover all of it in a span of 5.4 s."""
+    measured = usage("n1", 1000.0, 40, busy_share=0.25, process_share=0.5, step=0.1)
+    measured["snapshots"] = [s for s in measured["snapshots"] if s["t"] <= 1012.7 + 1e-9 or s["t"] >= 1016.0 - 1e-9]
+    found, process, why = resources.window_usage(measured, 1010.7, 1014.7)
+    assert why is None
+    assert found["cpu_pct"] == pytest.approx(25.0, abs=0.5) and process == pytest.approx(50.0)
+    # A gap too wide for the window (the window under half of the span around it) is still refused.
+    measured["snapshots"] = [s for s in measured["snapshots"] if s["t"] <= 1012.7 + 1e-9 or s["t"] >= 1020.0 - 1e-9]
+    found, process, why = resources.window_usage(measured, 1010.7, 1014.7)
+    assert found is None and "cover 50 % of the window" in why
+
+
 def test_measure_node_reads_this_machine(tmp_path):
     clock = Clock()
     measured = resources.measure_node(3.0, 1.0, data_dir=str(tmp_path), clock=clock, sleep=clock.sleep)
