@@ -281,6 +281,21 @@ EXPERIMENTS = (
         site="bench",
     ),
     Experiment(
+        "shape_racing",
+        "shape_racing.py",
+        "Iterated racing on the node shape (live knobs and the twin tables' chunk length), warm windows as its "
+        "evaluations, on the budget of windows the shape surrogate was fitted on",
+        "issue: a lab where tuning matters; seed 004 (irace)",
+        # 16 windows of 50 s after a 5 min warm-up, the other table rewarmed 2 min at each change: about 25
+        # minutes for B. Its best is re-measured beside the surrogate + GA's by shape_tuning.py --design concurrent
+        # --raced <its history>. The short set: 4 windows of 20 s after a 1 min warm-up, about 4 minutes.
+        short=("--budget", "4", "--window-s", "20", "--warmup-s", "60", "--rewarm-s", "30"),
+        full=("--workload", "b", "--budget", "16"),
+        needs=BENCH_NODE,
+        outputs=False,
+        site="bench",
+    ),
+    Experiment(
         "shape_tuning",
         "shape_tuning.py",
         "Surrogate + GA on the node shape (the shape surrogate the repository ships) against the defaults, with the "

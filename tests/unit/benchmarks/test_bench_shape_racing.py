@@ -1,0 +1,78 @@
+# Copyright: Tactician maintainers
+# Apache License 2.0 (see LICENSE)
+"""benchmarks/shape_racing.py without a server: the race measures only the twin tables' chunk lengths, seeds the
+defaults in, keeps to its budget of windows, and its best becomes a phase of shape_tuning.py --raced."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+from testlib import ROOT
+
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
+if BENCHMARKS not in sys.path:
+    sys.path.insert(0, BENCHMARKS)
+
+import shape_racing as bench
+import shape_training as st
+import shape_tuning
+
+
+def _raced(tmp_path, budget=16):
+    history = str(tmp_path / "race.jsonl")
+    race = bench.make_race("b", budget, 0, 2, 51)
+    result = race.run(bench.made_up, history)
+    return history, race, result
+
+
+def test_the_race_measures_only_the_twin_tables_and_keeps_to_its_budget(tmp_path):
+    history, race, result = _raced(tmp_path)
+    assert race.ask(history)[1]["finished"] and result["evaluations"] <= 16
+    trials = [json.loads(line) for line in open(history, encoding="utf-8").read().splitlines()[1:]]
+    assert trials and {t["config"][st.CHUNK] for t in trials} <= {4, 16}
+    # The defaults (16 KiB, the live knobs' defaults) were seeded in.
+    assert race.initial[0][st.CHUNK] == 16 and race.initial[0]["concurrent_reads"] == 32
+    # The made-up response rewards 4 KiB chunks: the race's best reads the 4 KiB table.
+    assert result["best"]["config"][st.CHUNK] == 4
+
+
+def test_race_best_reads_a_finished_history_and_refuses_an_unfinished_one(tmp_path):
+    history, _race, result = _raced(tmp_path)
+    best, found = bench.race_best(history)
+    assert best == {k: int(v) for k, v in result["best"]["config"].items()} and found["finished"]
+    lines = open(history, encoding="utf-8").read().splitlines()
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("\n".join(lines[:3]) + "\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="has not finished"):
+        bench.race_best(str(partial))
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"config_key": "x", "instance": 0, "value": 1}\n', encoding="utf-8")
+    with pytest.raises(SystemExit, match="not a race history"):
+        bench.race_best(str(other))
+
+
+def test_the_raced_configuration_is_a_phase_on_the_tuned_node(tmp_path):
+    history, _race, _result = _raced(tmp_path)
+    best, _found = bench.race_best(history)
+    args = shape_tuning.parse_args(["--design", "concurrent", "--rounds", "4", "--raced", history])
+    defaults = {"concurrent_reads": 32, "compaction_throughput": 64, "key_cache_size": 51}
+    configs = shape_tuning.arm_configs(args, defaults, dict(defaults, **{st.CHUNK: 4}), best)
+    assert list(configs) == ["defaults", "tuned", "raced", "defaults again"]
+    assert configs["raced"] == dict(best, node="tuned")
+    assert [phase for phase, _a, _b in shape_tuning.pair_phases(configs)] == ["node A/A", "tuned", "raced"]
+
+
+def test_raced_is_refused_outside_the_paired_designs(capsys):
+    with pytest.raises(SystemExit):
+        shape_tuning.parse_args(["--design", "rounds", "--raced", "race.jsonl"])
+    assert "--raced" in capsys.readouterr().err
+
+
+def test_bad_arguments_name_the_option(capsys):
+    for argv, option in ((["--workload", "z"], "--workload"), (["--budget", "1"], "--budget")):
+        with pytest.raises(SystemExit):
+            bench.parse_args(argv)
+        assert option in capsys.readouterr().err
