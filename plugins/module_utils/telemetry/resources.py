@@ -180,9 +180,10 @@ def window_usage(measured, start, end, min_cover=0.75, min_share=0.5):
     min_cover of the window (clocks apart, or a measurement that began late or ended early).
 
     The readings nearest the window's edges are used. When those leave too much of the window out (a node too busy
-    to read on time: a gap of seconds between two readings) and readings lie on both sides of the window, the span
-    between the last reading before it and the first after it is used instead, if the window is at least min_share
-    of that span: it covers the whole window, with a little of its edges."""
+    to read on time: gaps of seconds between readings) but readings lie on both sides of the window, the node was
+    measuring all through it: the readings inside are used if they span at least min_share of the window, else
+    the span between the last reading before it and the first after it, if the window is at least min_share of
+    that span (it covers the whole window, with a little of its edges)."""
     snapshots = sorted(measured.get("snapshots") or [], key=lambda s: s["t"])
     if end <= start:
         return None, None, "the window is empty (%r to %r)" % (start, end)
@@ -201,8 +202,13 @@ def window_usage(measured, start, end, min_cover=0.75, min_share=0.5):
         return None, None, "no readings on the node between %.1f and %.1f" % (start, end)
     overlap = min(end, last["t"]) - max(start, first["t"])
     if overlap < min_cover * (end - start) and before and after:
+        # The node read before and after the window, so it was measuring all through it: only its readings were
+        # late. The readings inside stand for the window when they span at least min_share of it; else the span
+        # around it does, when the window is at least min_share of that span.
         outer_first, outer_last = before[-1], after[0]
-        if (end - start) >= min_share * (outer_last["t"] - outer_first["t"]):
+        if overlap >= min_share * (end - start):
+            overlap = end - start
+        elif (end - start) >= min_share * (outer_last["t"] - outer_first["t"]):
             first, last, overlap = outer_first, outer_last, end - start
     if overlap < min_cover * (end - start):
         return (

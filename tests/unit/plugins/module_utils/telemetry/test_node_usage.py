@@ -71,10 +71,26 @@ def test_window_usage_bridges_a_gap_in_the_readings_with_the_readings_around_the
     found, process, why = resources.window_usage(measured, 1010.7, 1014.7)
     assert why is None
     assert found["cpu_pct"] == pytest.approx(25.0, abs=0.5) and process == pytest.approx(50.0)
-    # A gap too wide for the window (the window under half of the span around it) is still refused.
-    measured["snapshots"] = [s for s in measured["snapshots"] if s["t"] <= 1012.7 + 1e-9 or s["t"] >= 1020.0 - 1e-9]
+    # A gap too wide for the window (the readings inside span under half of it, and the window is under half of
+    # the span around it) is still refused.
+    measured["snapshots"] = [s for s in measured["snapshots"] if s["t"] <= 1012.0 + 1e-9 or s["t"] >= 1020.0 - 1e-9]
     found, process, why = resources.window_usage(measured, 1010.7, 1014.7)
-    assert found is None and "cover 50 % of the window" in why
+    assert found is None and "cover 32 % of the window" in why
+
+
+def test_window_usage_takes_late_readings_inside_the_window_when_the_node_read_before_and_after_it():
+    """Readings at 11.4 and 14.3 inside the window 11.0 to 15.0, the others at 8.0 and 18.0: the ones inside
+    cover 72 % of it, the span around it is 10 s, and the node was reading all through the window."""
+    measured = usage("n1", 1000.0, 40, busy_share=0.25, process_share=0.5, step=0.1)
+    keep = (1008.0, 1011.4, 1014.3, 1018.0)
+    measured["snapshots"] = [s for s in measured["snapshots"] if any(abs(s["t"] - t) < 1e-6 for t in keep)]
+    found, process, why = resources.window_usage(measured, 1011.0, 1015.0)
+    assert why is None
+    assert found["cpu_pct"] == pytest.approx(25.0, abs=0.5) and process == pytest.approx(50.0)
+    # Without the reading after the window, the node may have stopped measuring in it: refused.
+    measured["snapshots"] = measured["snapshots"][:-1]
+    found, process, why = resources.window_usage(measured, 1011.0, 1015.0)
+    assert found is None and "cover 72 % of the window" in why
 
 
 def test_measure_node_reads_this_machine(tmp_path):
