@@ -633,17 +633,27 @@ def test_autotune_plans_from_cpu_memory_and_disk_read_on_each_node(foreign_cassa
         store.close()
     nodes = [s for s in samples if s["node"] != "cluster"]
     assert len(nodes) == 3 * len(foreign_cassandra.hosts), [s["node"] for s in samples]
+    # A node too busy to read on time may leave a 4 s window without readings enough: that sample says why and
+    # keeps no resources; the others of the node carry the node's own.
+    read = [s for s in nodes if s["extra"].get("resources_from")]
+    for sample in nodes:
+        if sample not in read:
+            assert sample["extra"].get("resources_error"), sample["extra"]
+    for host in foreign_cassandra.hosts:
+        mine = [s for s in read if s["extra"]["resources_from"] == "node " + host.name]
+        assert len(mine) >= 2, [s["extra"].get("resources_error") for s in nodes]
     for sample in nodes:
         extra = sample["extra"]
-        assert extra.get("resources_from") in ("node cass-a", "node cass-b"), extra.get("resources_error")
-        assert sample["resources"]["cpu_pct"] is not None and sample["resources"]["disk_bytes"] > 0
-        # the server's own CPU, from the PID file the inventory names, read on its host
-        assert extra.get("process_cpu_pct") is not None and extra["process_cpu_pct"] > 0
+        if sample in read:
+            assert extra["resources_from"] in ("node cass-a", "node cass-b"), extra
+            assert sample["resources"]["cpu_pct"] is not None and sample["resources"]["disk_bytes"] > 0
+            # the server's own CPU, from the PID file the inventory names, read on its host
+            assert extra.get("process_cpu_pct") is not None and extra["process_cpu_pct"] > 0
         # nodetool on the node against its own loopback JMX, after the window: what only JMX gives
         assert "state_error" not in extra, extra["state_error"]
         assert sample["state"]["live_sstables"] is not None, sample["state"]
         assert sample["state"]["pending_compactions_estimated"] is not None, sample["state"]
-    assert {s["extra"]["resources_from"] for s in nodes} == {"node cass-a", "node cass-b"}
+    assert {s["extra"]["resources_from"] for s in read} == {"node cass-a", "node cass-b"}
     assert sum(s["throughput"] for s in samples if s["node"] == "cluster") > 0
     assert len(list((tmp_path / "plans").glob("cassandra-2*.yml"))) == 1
 
