@@ -380,8 +380,19 @@ def _write_inventory(cluster, folder):
         tactician_load_driver_home=cluster.load_driver_home,
         tactician_data_dir="/var/lib/cassandra",
     )
-    # The rolling lock in the cluster itself: a row written by lightweight transactions, which every controller sees.
-    lock = dict(
+    return cluster.write_inventory(
+        os.path.join(folder, "inventory"),
+        "cassandra",
+        group,
+        all_vars={"tactician_lock_store": _lock_store(cluster)},
+        host_vars={host.name: {"tactician_jmx_port": JMX[host.name]} for host in cluster.hosts},
+    )
+
+
+def _lock_store(cluster):
+    """The inventory's tactician_lock_store: the rolling lock in the cluster itself, a row written by lightweight
+    transactions, which every controller sees."""
+    return dict(
         type="cassandra",
         address=cluster.hosts[0].address,
         login_user=USER,
@@ -390,13 +401,6 @@ def _write_inventory(cluster, folder):
         ca_file=cluster.tls["ca"],
         client_cert_file=cluster.tls["client_cert"],
         client_key_file=cluster.tls["client_key"],
-    )
-    return cluster.write_inventory(
-        os.path.join(folder, "inventory"),
-        "cassandra",
-        group,
-        all_vars={"tactician_lock_store": lock},
-        host_vars={host.name: {"tactician_jmx_port": JMX[host.name]} for host in cluster.hosts},
     )
 
 
@@ -738,24 +742,38 @@ def _runs(result):
 def test_compare_measures_a_bench_host_through_its_service_and_tls(foreign_cassandra, tmp_path):
     """The measuring playbooks on a node the collection did not build, from its inventory alone: the load driver
     runs on the bench host and reaches the node over TLS with the client certificate and the hostname checked;
-    every run of the restart design starts on a JVM its service script restarted, and no second server is ever
-    started; the live design restarts nothing; a setting that needs a restart is refused there; the dataset is
-    written on the controller."""
+    a run of the restart design starts on a JVM its service script restarted (also when its configuration is the
+    one the node runs), and no second server is ever started; a run already in the dataset is skipped (the
+    comparison resumes: the restart design's first run is in the dataset beforehand, so one restart is measured,
+    not two); the live design restarts nothing, runs on the rows in place (tactician_compare_load_rows false) and
+    puts the default back; a setting that needs a restart is refused there before any run; the dataset is written
+    on the controller."""
     import json
+
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import training
 
     host = foreign_cassandra.hosts[0]
     before = _server_pid(host)
+    cold_dataset = str(tmp_path / "cold.jsonl")
+    # The run of "one" in round 0, measured by an earlier, interrupted comparison: compare.yml skips it.
+    seeded = dict(name="one", round=0, config={}, restarted=True, reloaded=True, ops_per_s=1.0, run={})
+    assert training.append_row(cold_dataset, "a/one/0", seeded)
+    seeded_line = open(cold_dataset, encoding="utf-8").read()
     cold, dataset = _compare(foreign_cassandra, tmp_path, "cold", {"one": {}, "same": {}})
     assert cold.returncode == 0, cold.stderr[-4000:]
+    assert dataset == cold_dataset
     steps = [res for task, _host, res in cold.results if task and task.startswith("Reconfigure the node")]
-    assert len(steps) == 2 and all(s["restart_forced"] and "start" in s["steps"] for s in steps), steps
+    assert len(steps) == 1 and all(s["restart_forced"] and "start" in s["steps"] for s in steps), steps
     assert _server_pid(host) != before and len(_javas_of(host)) == 1
     runs = _runs(cold)
-    assert len(runs) == 2, cold.results
+    assert len(runs) == 1, cold.results
     # the client's and the server's CPU beside the throughput: the server's read on its host from its PID file
     assert all(r["throughput"] > 0 and r["failed_total"] == 0 and r["server_cpu_s"] > 0 for r in runs), runs
-    rows = [json.loads(line) for line in open(dataset, encoding="utf-8")]
-    assert len(rows) == 2 and all(r.get("row", r)["restarted"] is True for r in rows), rows
+    text = open(dataset, encoding="utf-8").read()
+    assert text.startswith(seeded_line), "the run already in the dataset was changed"
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert [r["key"] for r in rows] == ["a/one/0", "a/same/0"], rows
+    assert rows[1].get("row", rows[1])["restarted"] is True, rows
 
     pid = _server_pid(host)
     live, _dataset = _compare(
@@ -765,31 +783,41 @@ def test_compare_measures_a_bench_host_through_its_service_and_tls(foreign_cassa
         {"default": {}, "reads": {"concurrent_reads": 16}},
         tactician_compare_restart=False,
         tactician_compare_reload=False,
+        tactician_compare_load_rows=False,  # the rows the restart design left
         tactician_compare_defaults={"concurrent_reads": 32},
     )
     assert live.returncode == 0, live.stderr[-4000:]
     assert _server_pid(host) == pid, "a live comparison restarted the bench node"
+    assert len(_runs(live)) == 2
     assert all(r["throughput"] > 0 and r["failed_total"] == 0 for r in _runs(live)), _runs(live)
     assert _settings(foreign_cassandra, "concurrent_reads")[host.name] == "32"
 
+    # The configuration that needs a restart first: refused before any run (nothing loaded, nothing measured).
     refused, _dataset = _compare(
         foreign_cassandra,
         tmp_path,
         "refused",
-        {"default": {}, "big": {"memtable_heap_space": 64}},
+        {"big": {"memtable_heap_space": 64}, "default": {}},
         tactician_compare_restart=False,
+        tactician_compare_load_rows=False,
     )
     assert refused.returncode != 0
     failed = [res.get("msg", "") for _task, _host, res in refused.results if res.get("failed")]
     assert any("memtable_heap_space" in msg and "allow_restart is false" in msg for msg in failed), failed
+    assert _runs(refused) == []
     assert _server_pid(host) == pid
 
 
 def test_a_race_and_training_points_on_the_bench_host_land_on_the_controller(foreign_cassandra, tmp_path):
     """tune.yml (iterated racing on live settings) and collect_training.yml (a design's points) on the operator's
     bench host: the runs go over TLS with the client certificate, the race history, the design and the dataset are
-    written under the controller's tactician_lab_dir, and the node ends on its default configuration."""
+    written under the controller's tactician_lab_dir, and the node ends on its default configuration. The
+    collection resumes: the design's first point (the default configuration) is in the dataset beforehand, so
+    only its second point is measured (a live change from the default, and back). Then calibrate.yml stops on a
+    node without a row cache."""
     import json
+
+    from ansible_collections.tactician.nosql.plugins.module_utils.models import training
 
     host = foreign_cassandra.hosts[0]
     pid = _server_pid(host)
@@ -825,6 +853,11 @@ def test_a_race_and_training_points_on_the_bench_host_land_on_the_controller(for
     assert all(t["run"]["failed_total"] == 0 for t in trials) and any(t["value"] > 0 for t in trials), trials
     assert race.task("The race's result", host.name)["result"]["finished"]
 
+    # The default configuration's point, measured by an earlier, interrupted collection: collect_training.yml skips it.
+    dataset = tmp_path / "state" / "datasets" / "cassandra-surrogate.jsonl"
+    seeded = dict(workload={"name": "a"}, config={}, ops_per_s=1.0, run={"failed_total": 0, "server_cpu_s": 1.0})
+    assert training.append_row(str(dataset), "p00/a", seeded)
+    seeded_line = dataset.read_text(encoding="utf-8")
     collect = run_playbook(
         os.path.join(ROOT, "playbooks", "collect_training.yml"),
         foreign_cassandra.inventory,
@@ -847,10 +880,14 @@ def test_a_race_and_training_points_on_the_bench_host_land_on_the_controller(for
     )
     assert collect.returncode == 0, collect.stderr[-4000:]
     assert (tmp_path / "state" / "designs" / "cassandra.yml").exists()
-    dataset = tmp_path / "state" / "datasets" / "cassandra-surrogate.jsonl"
-    rows = [json.loads(line) for line in dataset.read_text(encoding="utf-8").splitlines()]
-    points = [r.get("row", r) for r in rows if "ops_per_s" in r.get("row", r)]
-    assert len(points) == 2 and all(p["ops_per_s"] > 0 and p["run"]["server_cpu_s"] > 0 for p in points), rows
+    text = dataset.read_text(encoding="utf-8")
+    assert text.startswith(seeded_line), "the point already in the dataset was changed"
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert [r["key"] for r in rows] == ["p00/a", "p01/a"], rows
+    measured = rows[1].get("row", rows[1])
+    assert measured["ops_per_s"] > 0 and measured["run"]["server_cpu_s"] > 0, rows
+    cold_runs = [task for task, _host, res in collect.results if task and task.startswith("Run each workload cold")]
+    assert len(cold_runs) == 1, "the point already in the dataset was measured again: %s" % cold_runs
     assert _server_pid(host) == pid, "live settings only: the bench node was not to restart"
     assert _settings(foreign_cassandra, "concurrent_reads")[host.name] == "32"
 
@@ -874,42 +911,58 @@ def test_a_race_and_training_points_on_the_bench_host_land_on_the_controller(for
     assert not (tmp_path / "state" / "resource.json").exists()
 
 
-def test_two_controllers_at_once_the_second_is_refused_by_the_lock_row_in_the_cluster(foreign_cassandra):
-    running = set(_settings(foreign_cassandra, "compaction_throughput").values())
-    wanted = {"compaction_throughput": 48 if running != {"48MiB/s"} else 40}
-    locked = threading.Event()
+def test_two_controllers_at_once_the_second_is_refused_by_the_lock_row_in_the_cluster(foreign_cassandra, tmp_path):
+    """Two controllers, each its own ansible-playbook process: the first takes the cluster's rolling lock (the row
+    of tactician.rolling_locks, through the inventory's tactician_lock_store over TLS) and holds it, as a roll does
+    between its first and its last play; a roll started meanwhile is refused by it (is held by), touches no node and
+    leaves the holder's row as it was; the holder then gives the row back. (The first controller holds the lock with
+    tests/integration/playbooks/store_lock.yml rather than a roll kept going by a 60 s pause between the nodes: the
+    refusal is the same task of rolling_reconfigure.yml against the same row, and every other roll of this module
+    takes and gives back the row.)"""
+    running = _settings(foreign_cassandra, "compaction_throughput")
+    wanted = {"compaction_throughput": 48 if set(running.values()) != {"48MiB/s"} else 40}
+    pids = {host.name: _server_pid(host) for host in foreign_cassandra.hosts}
+    release = str(tmp_path / "release")
+    taken = threading.Event()
+    first = {}
 
     def on_event(event):
-        data = event.get("event_data", {})
-        if event.get("event") == "runner_on_ok" and str(data.get("task", "")).startswith("Take the cluster's rolling"):
-            locked.set()
+        if event.get("event") == "runner_on_ok" and (event.get("event_data") or {}).get("task") == "Take the lock":
+            taken.set()
 
-    first = {}
-    # A pause between the two nodes keeps the first roll (and its lock) going while the second starts.
-    worker = threading.Thread(
-        target=lambda: first.update(
-            run=foreign_cassandra.roll(
-                "cassandra", wanted, extra_vars={"tactician_rolling_pause_s": 60}, on_event=on_event
-            )
+    def hold():
+        first["run"] = run_playbook(
+            os.path.join(ROOT, "tests", "integration", "playbooks", "store_lock.yml"),
+            os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml"),
+            dict(
+                lock_name="cassandra",
+                run_id="other-controller",
+                lock_store=_lock_store(foreign_cassandra),
+                hold_until=release,
+            ),
+            on_event=on_event,
         )
-    )
+
+    worker = threading.Thread(target=hold)
     worker.start()
     try:
-        assert locked.wait(300), "the first roll never took the lock"
+        assert taken.wait(120), "the first controller never took the lock"
         held = _lock_row(foreign_cassandra)
-        assert held is not None and '"run_id"' in held["record"], held
-        # A second controller: its own run (its own process and run id), the same cluster, the same settings.
+        assert held is not None and '"run_id": "other-controller"' in held["record"], held
+        # A second controller: its own run (its own process and run id), the same cluster.
         second = foreign_cassandra.roll("cassandra", wanted)
+        assert second.returncode != 0
+        assert "is held by" in second.stderr, second.stderr[-3000:]
+        assert PASSWORD not in second.stderr
+        assert not any(task.startswith("Reconfigure the node") for task, _host, _res in second.results)
+        assert _lock_row(foreign_cassandra) == held, "the refused roll changed the lock row"
     finally:
-        worker.join(timeout=1800)
-    assert second.returncode != 0
-    assert "is held by" in second.stderr, second.stderr[-3000:]
-    assert not any(task.startswith("Reconfigure the node") for task, _host, _res in second.results)
+        open(release, "w").close()
+        worker.join(timeout=180)
     assert first["run"].returncode == 0, first["run"].stderr[-3000:]
-    assert set(_settings(foreign_cassandra, "compaction_throughput").values()) == {
-        "%dMiB/s" % wanted["compaction_throughput"]
-    }
     assert _lock_row(foreign_cassandra) is None
+    assert _settings(foreign_cassandra, "compaction_throughput") == running
+    assert {host.name: _server_pid(host) for host in foreign_cassandra.hosts} == pids
 
 
 def test_a_node_killed_as_it_restarts_is_rolled_back_and_the_roll_stops(foreign_cassandra):

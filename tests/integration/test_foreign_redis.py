@@ -173,13 +173,6 @@ def foreign_redis(tmp_path_factory):
 def _write_inventory(cluster, folder):
     """The operator's inventory: hosts by address, the service and its config file, the password and TLS files,
     and the rolling lock kept in the cluster being rolled (its key on the master of the key's slot)."""
-    tls = dict(
-        tls=True,
-        ca_file=cluster.tls["ca"],
-        client_cert_file=cluster.tls["client_cert"],
-        client_key_file=cluster.tls["client_key"],
-    )
-    lock = dict(type="redis", address="%s:6379" % cluster.hosts[0].address, login_password=PASSWORD, **tls)
     group = dict(
         tactician_service_name="redis-server",
         tactician_config_file=CONF,
@@ -188,7 +181,21 @@ def _write_inventory(cluster, folder):
         tactician_redis_replicas=1,
     )
     return cluster.write_inventory(
-        os.path.join(folder, "inventory"), "redis", group, all_vars={"tactician_lock_store": lock}
+        os.path.join(folder, "inventory"), "redis", group, all_vars={"tactician_lock_store": _lock_store(cluster)}
+    )
+
+
+def _lock_store(cluster):
+    """The inventory's tactician_lock_store: the rolling lock kept in the cluster (its key on the slot's master),
+    reached over TLS through the first host."""
+    return dict(
+        type="redis",
+        address="%s:6379" % cluster.hosts[0].address,
+        login_password=PASSWORD,
+        tls=True,
+        ca_file=cluster.tls["ca"],
+        client_cert_file=cluster.tls["client_cert"],
+        client_key_file=cluster.tls["client_key"],
     )
 
 
@@ -232,30 +239,6 @@ def test_a_live_setting_rolls_over_ssh_and_lands_in_the_packaged_config_file(for
     assert again.changed() == 0 or not any(
         res.get("changed") for task, _host, res in again.results if task.startswith("Reconfigure the node")
     )
-
-
-def test_a_restart_setting_goes_through_the_service_script_and_starts_no_second_server(foreign_redis):
-    pids = {host.name: _server_pid(host) for host in foreign_redis.hosts}
-    check = foreign_redis.roll("redis", {"rdbchecksum": "no"}, check=True)
-    assert check.returncode == 0, check.stderr[-3000:]
-    assert {_server_pid(host) for host in foreign_redis.hosts} == set(pids.values()), "check mode restarted a node"
-    result = foreign_redis.roll("redis", {"rdbchecksum": "no"})
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert set(_config_get(foreign_redis, "rdbchecksum").values()) == {"no"}
-    for host in foreign_redis.hosts:
-        servers = _servers_of(host)
-        assert servers == [_server_pid(host)], "%s runs %s, its PID file says %s" % (
-            host.name,
-            servers,
-            _server_pid(host),
-        )
-        assert servers[0] != pids[host.name], "%s was not restarted" % host.name
-        with open(host.path(CONF), encoding="utf-8") as handle:
-            assert re.search(r"^rdbchecksum no$", handle.read(), re.M), host.name
-    _wait_cluster_ok(foreign_redis)  # every slot served again, every replica link up
-    steps = [res for task, _host, res in result.results if task.startswith("Reconfigure the node, restarted")]
-    assert len(steps) == len(foreign_redis.hosts)
-    assert all(res.get("restart_required") and res.get("downtime") is not None for res in steps), steps
 
 
 def test_the_redis_tactic_role_finds_its_login_in_the_inventory(foreign_redis):
@@ -384,7 +367,19 @@ def _other_rdbchecksum(cluster):
 def test_a_restart_roll_under_load_fails_no_operation_and_keeps_every_acknowledged_write(
     foreign_redis, record_property
 ):
+    """A restart setting (rdbchecksum) rolled through the package's service script under a client's load: check mode
+    restarts nothing; the roll restarts every node (a new PID each, one server per host as its PID file says, the
+    value in its packaged redis.conf, restart_required and the downtime in each step) and leaves the cluster at
+    cluster_state ok; no operation of the client fails, every acknowledged write reads back; a second run changes
+    nothing. (This test also holds what the former test of a restart setting through the service script asserted:
+    both rolled the same restart setting over the same six nodes.)"""
     wanted = _other_rdbchecksum(foreign_redis)
+    pids = {host.name: _server_pid(host) for host in foreign_redis.hosts}
+    running = _config_get(foreign_redis, "rdbchecksum")
+    check = foreign_redis.roll("redis", wanted, check=True)
+    assert check.returncode == 0, check.stderr[-3000:]
+    assert {host.name: _server_pid(host) for host in foreign_redis.hosts} == pids, "check mode restarted a node"
+    assert _config_get(foreign_redis, "rdbchecksum") == running, "check mode changed a node"
     with _Load(foreign_redis) as load:
         time.sleep(2)
         result = foreign_redis.roll("redis", wanted)
@@ -397,6 +392,20 @@ def test_a_restart_roll_under_load_fails_no_operation_and_keeps_every_acknowledg
     assert len(load.acknowledged) > 100 and load.reads > 50
     assert load.missing() == []
     assert set(_config_get(foreign_redis, "rdbchecksum").values()) == {wanted["rdbchecksum"]}
+    for host in foreign_redis.hosts:
+        servers = _servers_of(host)
+        assert servers == [_server_pid(host)], "%s runs %s, its PID file says %s" % (
+            host.name,
+            servers,
+            _server_pid(host),
+        )
+        assert servers[0] != pids[host.name], "%s was not restarted" % host.name
+        with open(host.path(CONF), encoding="utf-8") as handle:
+            assert re.search(r"^rdbchecksum %s$" % wanted["rdbchecksum"], handle.read(), re.M), host.name
+    _wait_cluster_ok(foreign_redis)  # every slot served again, every replica link up
+    steps = [res for task, _host, res in result.results if task.startswith("Reconfigure the node, restarted")]
+    assert len(steps) == len(foreign_redis.hosts)
+    assert all(res.get("restart_required") and res.get("downtime") is not None for res in steps), steps
     again = foreign_redis.roll("redis", wanted)
     assert again.returncode == 0, again.stderr[-3000:]
     assert not any(res.get("changed") for task, _host, res in again.results if task.startswith("Reconfigure the node"))
@@ -435,29 +444,62 @@ def test_the_load_driver_reaches_the_cluster_over_tls_with_its_client_certificat
         load_run.execute(bare, load_run.plan(bare))
 
 
-def test_two_controllers_at_once_the_second_is_refused_by_the_lock_in_the_cluster(foreign_redis):
+def _lock_value(cluster):
+    """The record of the cluster's rolling lock (its key, read through the slot's master), or '' when none."""
+    return _cli(cluster, cluster.hosts[0].address, "-c", "GET", "tactician:lock:redis").strip()
+
+
+def test_two_controllers_at_once_the_second_is_refused_by_the_lock_in_the_cluster(foreign_redis, tmp_path):
+    """Two controllers, each its own ansible-playbook process: the first takes the cluster's rolling lock (the key
+    tactician:lock:redis in the cluster, through the inventory's tactician_lock_store over TLS) and holds it, as a
+    roll does between its first and its last play; a roll started meanwhile is refused by it (is held by), touches
+    no node and leaves the holder's record as it was; the holder then gives the lock back. (The first controller
+    holds the lock with tests/integration/playbooks/store_lock.yml rather than a second restart roll of the six
+    nodes: the refusal is the same task of rolling_reconfigure.yml against the same record, and every other roll of
+    this module takes and gives back the lock in the cluster.)"""
     wanted = _other_rdbchecksum(foreign_redis)
-    locked = threading.Event()
+    running = _config_get(foreign_redis, "rdbchecksum")
+    pids = {host.name: _server_pid(host) for host in foreign_redis.hosts}
+    release = str(tmp_path / "release")
+    taken = threading.Event()
+    first = {}
 
     def on_event(event):
-        data = event.get("event_data", {})
-        if event.get("event") == "runner_on_ok" and str(data.get("task", "")).startswith("Take the cluster's rolling"):
-            locked.set()
+        if event.get("event") == "runner_on_ok" and (event.get("event_data") or {}).get("task") == "Take the lock":
+            taken.set()
 
-    first = {}
-    worker = threading.Thread(target=lambda: first.update(run=foreign_redis.roll("redis", wanted, on_event=on_event)))
+    def hold():
+        first["run"] = run_playbook(
+            os.path.join(ROOT, "tests", "integration", "playbooks", "store_lock.yml"),
+            os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml"),
+            dict(
+                lock_name="redis",
+                run_id="other-controller",
+                lock_store=_lock_store(foreign_redis),
+                hold_until=release,
+            ),
+            on_event=on_event,
+        )
+
+    worker = threading.Thread(target=hold)
     worker.start()
     try:
-        assert locked.wait(300), "the first roll never took the lock"
-        # A second controller: its own run (its own process and run id), the same cluster, the same settings.
+        assert taken.wait(120), "the first controller never took the lock"
+        assert '"run_id": "other-controller"' in _lock_value(foreign_redis)
+        # A second controller: its own run (its own process and run id), the same cluster.
         second = foreign_redis.roll("redis", wanted)
+        assert second.returncode != 0
+        assert "is held by" in second.stderr, second.stderr[-3000:]
+        assert PASSWORD not in second.stderr
+        assert not any(task.startswith("Reconfigure the node") for task, _host, _res in second.results)
+        assert '"run_id": "other-controller"' in _lock_value(foreign_redis), "the refused roll changed the lock"
     finally:
-        worker.join(timeout=1800)
-    assert second.returncode != 0
-    assert "is held by" in second.stderr, second.stderr[-3000:]
+        open(release, "w").close()
+        worker.join(timeout=180)
     assert first["run"].returncode == 0, first["run"].stderr[-3000:]
-    assert not any(task.startswith("Reconfigure the node") for task, _host, _res in second.results)
-    assert set(_config_get(foreign_redis, "rdbchecksum").values()) == {wanted["rdbchecksum"]}
+    assert _lock_value(foreign_redis) == ""
+    assert _config_get(foreign_redis, "rdbchecksum") == running
+    assert {host.name: _server_pid(host) for host in foreign_redis.hosts} == pids
 
 
 def test_a_node_killed_as_it_restarts_is_rolled_back_and_the_roll_stops(foreign_redis):

@@ -226,10 +226,58 @@ def test_a_peer_killed_during_a_restart_stops_the_roll_at_once_and_loses_nothing
     record_property("writes_refused", writer.failed)
 
 
-def test_a_node_down_between_two_batches_stops_the_roll_before_the_next_stop(quorum):
+def test_a_latency_threshold_the_cluster_cannot_meet_waits_then_stops(quorum):
+    """A p99 threshold no cluster meets: the first node's step waits guard.max_wait_s (10 s, polled every 5 s),
+    then stops the roll naming the latency, the node untouched; nothing restarts, the lock is given back, every
+    acknowledged write reads back."""
+    pids = {host: _pid(host) for host in NODES}
     wanted = _flush_writers()
-    second, third = "quorum-cassandra2", "quorum-cassandra3"
-    pid_second = _pid(second)
+    with QuorumWriter("acked_guard") as writer:
+        time.sleep(5.0)  # requests for the coordinators' latency to show
+        roll = run_playbook(
+            ROLLING,
+            INVENTORY,
+            dict(
+                tactician_store="cassandra",
+                tactician_consistency_level="QUORUM",
+                tactician_rolling_p99_ms=0.001,
+                tactician_rolling_guard_wait_s=10,
+                tactician_rolling_guard_interval_s=5,
+                tactician_rolling_min_ops_per_s=1,  # the test client's few requests per second are judged
+                tactician_settings={"memtable_flush_writers": wanted},
+            ),
+        )
+    assert roll.returncode != 0
+    assert "p99 latency" in roll.stderr and "above 0.0 ms" in roll.stderr, roll.stderr
+    assert "longer than the 10 s allowed (guard.max_wait_s)" in roll.stderr
+    step = roll.task(STEP, "quorum-cassandra1")
+    assert step["stopped"] == "client guard" and step["touched"] is False
+    assert step["guard"]["signals"]["p99_ms"] > 0.001 and step["guard"]["waited"] >= 10
+    assert {host: _pid(host) for host in NODES} == pids  # nothing restarted
+    assert not os.path.exists(_lock_file())  # the cluster is whole: the lock is given back
+    assert writer.acked and writer.missing() == {}
+
+
+def _one_node_ahead(first, others):
+    """A memtable_flush_writers the first node already runs from its cassandra.yaml and no other node has (the
+    test of a peer killed during a restart leaves the first node so), or None."""
+    value = _config(first, "memtable_flush_writers")
+    if value is None or any(_config(host, "memtable_flush_writers") == value for host in others):
+        return None
+    return int(value)
+
+
+def test_a_node_down_between_two_batches_stops_the_roll_before_the_next_stop(quorum):
+    """A node killed after the roll's first health check, in the pause before the second batch: the second node's
+    check before its stop sees the cluster not whole and stops the roll, that node untouched, naming the node down.
+
+    The first batch: when the first node already runs the setting (left so by the test of a peer killed during a
+    restart), its step finds nothing to change and the roll goes on to the second batch without restarting it;
+    otherwise it is restarted first. The test runs last: the node it kills is started again by the next test's
+    fixture, or stopped with the rest by the module's lab_down, not by this test."""
+    first, second, third = "quorum-cassandra1", "quorum-cassandra2", "quorum-cassandra3"
+    wanted = _one_node_ahead(first, [second, third]) or _flush_writers()
+    pid_first, pid_second = _pid(first), _pid(second)
     before = _config(second, "memtable_flush_writers")
     settles = []
 
@@ -258,35 +306,12 @@ def test_a_node_down_between_two_batches_stops_the_roll_before_the_next_stop(quo
     step = roll.task(STEP, second)
     assert step["stopped"] == "cluster not ready" and step["touched"] is False
     assert _pid(second) == pid_second and _config(second, "memtable_flush_writers") == before
-    assert roll.task(STEP, "quorum-cassandra1")["steps"][-1] == "verify"  # the first batch was done
-    _bring_back()
+    # The first batch was done: its node on the setting, restarted only when it did not run it yet.
+    done = roll.task(STEP, first)
+    assert not done.get("failed") and "stopped" not in done, done
+    assert _config(first, "memtable_flush_writers") == str(wanted)
+    if done["changed"]:
+        assert done["steps"][-1] == "verify", done
+    else:
+        assert done["steps"] == [] and _pid(first) == pid_first, done
     _release_lock()
-
-
-def test_a_latency_threshold_the_cluster_cannot_meet_waits_then_stops(quorum):
-    pids = {host: _pid(host) for host in NODES}
-    wanted = _flush_writers()
-    with QuorumWriter("acked_guard") as writer:
-        time.sleep(5.0)  # requests for the coordinators' latency to show
-        roll = run_playbook(
-            ROLLING,
-            INVENTORY,
-            dict(
-                tactician_store="cassandra",
-                tactician_consistency_level="QUORUM",
-                tactician_rolling_p99_ms=0.001,
-                tactician_rolling_guard_wait_s=15,
-                tactician_rolling_guard_interval_s=5,
-                tactician_rolling_min_ops_per_s=1,  # the test client's few requests per second are judged
-                tactician_settings={"memtable_flush_writers": wanted},
-            ),
-        )
-    assert roll.returncode != 0
-    assert "p99 latency" in roll.stderr and "above 0.0 ms" in roll.stderr, roll.stderr
-    assert "longer than the 15 s allowed (guard.max_wait_s)" in roll.stderr
-    step = roll.task(STEP, "quorum-cassandra1")
-    assert step["stopped"] == "client guard" and step["touched"] is False
-    assert step["guard"]["signals"]["p99_ms"] > 0.001 and step["guard"]["waited"] >= 15
-    assert {host: _pid(host) for host in NODES} == pids  # nothing restarted
-    assert not os.path.exists(_lock_file())  # the cluster is whole: the lock is given back
-    assert writer.acked and writer.missing() == {}
