@@ -14,7 +14,11 @@ front of the plan's first switch, the only one a receding-horizon controller eve
    them is switched to - or the one the last switch left, when the workload turned against the switch (now and
    over the recent past) and its worst case is no worse (undo). Only past moments like now count (analogs():
    the same read ratio, and of those the ones whose regime was as old, same_age(), when they are enough); a
-   regime seen at fewer than ``min_paths`` origins is a cold start too.
+   regime seen at fewer than ``min_paths`` origins is a cold start too. On a cold start (``cold_regimes``) a
+   switch may also be valued held for its commitment (rule 3) on how long the history's regimes went on
+   (regime_scenarios(), the history's first regime counted as long as it was seen), at the cold start's bound:
+   the worst of at least ``min_independent`` regimes longer than now's, one a complete one of now's level; and the
+   option of waiting (rule 2) then holds on a cold start too, over the domain, for the long run (rule 4).
 2. Uncertainty (seed 001's lookahead-from-accuracy rule, made quantitative). The switch (to b, held until the
    plan's next switch or the end of the lookahead) is valued against staying in each scenario: the central path,
    and the central path plus each past error path (the error the forecast made then, applied to what it predicts
@@ -96,6 +100,7 @@ class SafetyPolicy:
     analog_radius: float = 0.15
     min_independent: int = 3
     horizon: str = "commitment"
+    cold_regimes: bool = False
 
     def __post_init__(self):
         def number(name, low, high):
@@ -111,6 +116,8 @@ class SafetyPolicy:
         number("skill_margin", 0.0, 1.0)
         number("model_error", 0.0, 0.9)
         number("analog_radius", 0.0, 1.0)
+        if not isinstance(self.cold_regimes, bool):
+            raise SafetyError("safety.cold_regimes: %r is not true or false" % (self.cold_regimes,))
         if self.horizon not in HORIZONS:
             raise SafetyError(
                 "safety.horizon: %r is not allowed; choose one of %s" % (self.horizon, ", ".join(HORIZONS))
@@ -655,6 +662,37 @@ def decide(
             past_gain, _stay, _share = switch_gain(past, current, target, past.steps, policy.model_error)
             if now_gain > found["needed"] and past_gain > 0 and floors[target] >= floors[current]:
                 found.update(lower=now_gain, share_low=0.0, undo=True)
+        if errors is None and policy.cold_regimes and now is not None and AGE in now and history:
+            # Regimes on a cold start: nothing is known of what follows a workload of this kind, but how long the
+            # history's regimes went on is known. The switch valued held for its commitment (a watching controller
+            # may leave after it) on every regime that lasted longer than now's - the history's first counted as
+            # long as it was seen - now's workload held for what was left of it, then the read ratio worst for the
+            # switch; a cold start's bound, the worst of them, with min_independent regimes, one a complete one of
+            # now's level.
+            short = min(window, _commitment(line, current, target, policy))
+            lasting = regime_scenarios(
+                make_line, persistence, history, now[AGE], domain, current, target, policy, True, _level(now)
+            )
+            if lasting is not None:
+                pooled = assess(lasting, current, target, short, policy, cold=True)
+                pooled.update(
+                    needed=margin * max(pooled["stay"], 0.0), window=short, target=target, regimes=True, cold=True
+                )
+                if (
+                    pooled["lower"] > pooled["needed"]
+                    and pooled["lower"] - pooled["needed"] > found["lower"] - found["needed"]
+                ):
+                    found = pooled
+        if (
+            errors is None
+            and policy.cold_regimes
+            and observed.F[0, current] >= observed.F[0, target] * (1.0 - policy.model_error)
+        ):
+            # The option of waiting on a cold start (rule 3): while the workload seen now favours the configuration
+            # in place, leaving it must also gain, over the read ratios a cold start deems possible, against
+            # leaving once the workload turns - or the long run (rule 4) leaves a phase the regimes entered.
+            waits = [against_waiting(item, current, target, window, policy.model_error) for item in lines]
+            waiting[target] = sum(waits) / len(waits)
         if policy.horizon == "commitment" and errors is not None:
             # The switch commits the cluster only to its roll and the dwell after it; a watching controller can
             # leave then. Valued held that long (the way out paid where it ends against the switch) at its lower
@@ -713,6 +751,9 @@ def decide(
             ", against staying as well as against leaving once the workload turns" if "waiting" in best else "",
         )
         if best.get("safer")
+        else "the worst of %d regimes of the history that lasted longer than now's (now's workload held for what "
+        "was left of each, then the read ratio worst for the switch)" % best["n"]
+        if best.get("cold")
         else "the worst of %d domain scenarios" % best["n"]
         if errors is None
         else "the %.0f %% lower bound over %d scenarios (%.1f independent)"
@@ -765,29 +806,59 @@ def _read_ratios(history):
     return None
 
 
-def regime_lengths(values, radius=AGE_RADIUS):
-    """Steps each complete regime of values lasted (a regime: the steps within radius of its first; the first
-    regime, whose start is not seen, and the last, still going on, left out)."""
-    lengths, start = [], 0
+def regimes(values, radius=AGE_RADIUS):
+    """[(level, steps)] of every regime of values, oldest first (a regime: the steps within radius of its first,
+    whose value is its level). The first regime's start and the last's end are not seen."""
+    out, start = [], 0
     for index in range(1, len(values)):
         if abs(float(values[index]) - float(values[start])) > radius + 1e-9:
-            lengths.append(index - start)
+            out.append((float(values[start]), index - start))
             start = index
-    return lengths[1:]
+    if len(values):
+        out.append((float(values[start]), len(values) - start))
+    return out
 
 
-def regime_scenarios(make_line, persistence, history, age, domain, current, target, policy):
+def regime_lengths(values, radius=AGE_RADIUS, first=False):
+    """Steps each complete regime of values lasted (the last regime, still going on, left out; the first, whose
+    start is not seen, too unless first: then it counts as lasting as long as it was seen - it lasted at least
+    that long, so what it says of how long regimes last errs short)."""
+    seen = regimes(values, radius)[:-1]
+    return [length for _level, length in (seen if first else seen[1:])]
+
+
+def _level(now):
+    """Now's read ratio ({field: value} with read_ratio or a read share), or None."""
+    if not now:
+        return None
+    for field in ("read_ratio", "read"):
+        if field in now:
+            return float(now[field])
+    return None
+
+
+def regime_scenarios(make_line, persistence, history, age, domain, current, target, policy, first=False, level=None):
     """Scenarios of how long the workload seen now goes on, from every complete regime of the history that
     lasted longer than now's has (age steps), whatever its level: now's workload held for what was left of that
     regime, then the read ratio of the domain worst for the switch from current to target. None with fewer than
-    policy.min_independent such regimes. (Each regime is one independent sample.)"""
+    policy.min_independent such regimes. (Each regime is one independent sample.) first: the history's first
+    regime counts too, as long as it was seen (regime_lengths). level: now's read ratio; then None as well unless
+    one of those regimes, a complete one, was of now's level (within policy.analog_radius): a regime of this kind
+    has been seen to outlast now's age at least once."""
     values = _read_ratios(history)
     if values is None:
         return None
     age = int(age)
-    left = [length - age - 1 for length in regime_lengths(values) if length > age]
-    if len(left) < policy.min_independent:
+    seen = regimes(values)[:-1]
+    longer = [(there, length) for there, length in (seen if first else seen[1:]) if length > age]
+    if len(longer) < policy.min_independent:
         return None
+    # Of now's level: a complete regime (the first, seen only in part, is no such evidence).
+    if level is not None and not any(
+        length > age and abs(there - level) <= policy.analog_radius + 1e-9 for there, length in seen[1:]
+    ):
+        return None
+    left = [length - age - 1 for _there, length in longer]
     factor = 1.0 - policy.model_error
     edges = [float(item.F[0, target]) * factor - float(item.F[0, current]) for item in domain]
     worst = domain_scenarios(persistence)[edges.index(min(edges))]

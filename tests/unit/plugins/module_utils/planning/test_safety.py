@@ -328,3 +328,64 @@ def test_a_young_regime_seen_too_seldom_at_its_level_is_valued_on_how_long_every
     assert decide([0.95] * 10 + ([0.05] * 8 + [0.95] * 8) * 4 + [0.05] * 8 + [0.95]).target is None
     # Two complete regimes are not evidence enough.
     assert decide([0.05] * 10 + [0.95] * 40 + [0.05] * 40 + [0.95]).target is None
+
+
+def test_a_cold_start_takes_a_specialised_configuration_only_when_every_longer_regime_outlasted_its_commitment():
+    # Balanced in place, a write phase 2 steps old that no origin has seen (a cold start). The history: a read
+    # regime seen for 50 steps (its start before the history), writes for 40, reads for 40.
+    now = {"read_ratio": 0.05, AGE: 2}
+
+    def decide(history, **settings):
+        return safety.decide(
+            make_line,
+            3,
+            flat(0.05),
+            flat(0.05),
+            now=now,
+            history={"read_ratio": history},
+            policy=safety.SafetyPolicy(**{"cold_regimes": True, **settings}),
+        )
+
+    past = [0.95] * 50 + [0.05] * 40 + [0.95] * 40
+    assert safety.regime_lengths(past + [0.05] * 3) == [40, 40]
+    assert safety.regime_lengths(past + [0.05] * 3, first=True) == [50, 40, 40]
+    # Every regime longer than now's went on for more than the commitment (3 x 30 s roll + 600 s dwell = 23 steps)
+    # after now's age: write-optimized, held for its commitment, gains in the worst of them.
+    taken = decide(past + [0.05] * 3)
+    assert taken.basis == "cold start" and taken.target == 2
+    assert taken.assessment["window"] == 23 and taken.assessment.get("cold") and "regimes" in taken.reason
+    # Without the rule, or without the history, a cold start takes no specialised configuration.
+    assert decide(past + [0.05] * 3, cold_regimes=False).target is None
+    assert safety.decide(make_line, 3, flat(0.05), flat(0.05), now=now).target is None
+    # The first regime counts: without it, two regimes longer than now's are not evidence enough.
+    domain = [make_line(item) for item in safety.domain_scenarios(flat(0.05))]
+    policy = safety.SafetyPolicy(cold_regimes=True)
+    written = {"read_ratio": past + [0.05] * 3}
+    assert safety.regime_scenarios(make_line, flat(0.05), written, 2, domain, 3, 2, policy) is None
+    assert len(safety.regime_scenarios(make_line, flat(0.05), written, 2, domain, 3, 2, policy, True, 0.05)) == 3
+    assert decide([0.05] * 40 + [0.95] * 40 + [0.05] * 3).target is None
+    # One regime longer than now's ended inside the commitment: its worst case refuses the switch.
+    assert decide([0.95] * 50 + [0.05] * 12 + [0.95] * 40 + [0.05] * 40 + [0.95] * 40 + [0.05] * 3).target is None
+    # The regime of now's level must be a complete one: the first, seen only in part, counts for how long regimes
+    # last, not as a regime of this kind seen to outlast now's age.
+    assert decide([0.05] * 50 + [0.95] * 40 + [0.65] * 40 + [0.95] * 40 + [0.05] * 3).target is None
+    # A burst longer than every burst of its level seen: the long regimes are all of another kind (the calm
+    # around it), which say nothing of how long this one lasts.
+    storms = {"read_ratio": [0.95] * 50 + [0.05] * 3 + [0.95] * 40 + [0.05] * 3 + [0.95] * 40 + [0.05] * 6}
+    burst = {"read_ratio": 0.05, AGE: 5}
+    on = safety.SafetyPolicy(cold_regimes=True)
+    assert safety.decide(make_line, 3, flat(0.05), flat(0.05), now=burst, history=storms, policy=on).target is None
+    assert len(safety.regime_scenarios(make_line, flat(0.05), storms, 5, domain, 3, 2, policy, True)) == 3
+    assert safety.regime_scenarios(make_line, flat(0.05), storms, 5, domain, 3, 2, policy, True, 0.05) is None
+    # Write-optimized in place in a write phase the history's blocks (mostly reads) do not favour: while the
+    # writes go on, the long run no longer leaves it on a cold start (the option of waiting, over the domain).
+    reads = {"read_ratio": [0.95] * 40 * 7 + [0.05] * 40}
+    writing = {"read_ratio": 0.05, AGE: 39}
+    off = safety.SafetyPolicy()
+    assert not off.cold_regimes
+    left = safety.decide(make_line, 2, flat(0.05), flat(0.05), now=writing, history=reads, policy=off)
+    assert left.target == 3 and left.basis == "history"
+    held = safety.decide(make_line, 2, flat(0.05), flat(0.05), now=writing, history=reads, policy=on)
+    assert held.target is None and held.basis == "cold start"
+    with pytest.raises(safety.SafetyError, match="safety.cold_regimes: 'yes' is not true or false"):
+        safety.SafetyPolicy.from_dict({"cold_regimes": "yes"})
