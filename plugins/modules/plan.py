@@ -134,7 +134,9 @@ options:
         C(model_error) (the throughput model's relative error a candidate must beat; default the surrogate's
         held-out mean absolute percentage error when its model file records one, else 0), C(analog_radius) (0.15),
         C(horizon) (C(commitment), a switch valued over its roll and the minimum dwell as well as over the lookahead,
-        the better bound counting; C(lookahead), over the lookahead only).
+        the better bound counting; C(lookahead), over the lookahead only), C(cold_regimes) (false; true lets a cold
+        start switch for its commitment when the switch gains in the worst of the history's regimes that lasted
+        longer than now's, docs/plan.md rule 2).
     type: dict
     default: {}
   debt:
