@@ -136,7 +136,7 @@ options:
         C(horizon) (C(commitment), a switch valued over its roll and the minimum dwell as well as over the lookahead,
         the better bound counting; C(lookahead), over the lookahead only), C(cold_regimes) (false; true lets a cold
         start switch for its commitment when the switch gains in the worst of the history's regimes that lasted
-        longer than now's, docs/plan.md rule 2).
+        longer than now's, with enough of them for that worst to be a bound at C(confidence), docs/plan.md rule 2).
     type: dict
     default: {}
   debt:

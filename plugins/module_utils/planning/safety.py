@@ -673,6 +673,10 @@ def decide(
             lasting = regime_scenarios(
                 make_line, persistence, history, now[AGE], domain, current, target, policy, True, _level(now)
             )
+            if lasting is not None and len(lasting) < worst_of_needed(policy.confidence):
+                # The worst of n exchangeable regimes is beaten by the next one time in n + 1: a bound at the
+                # policy's confidence needs that many regimes.
+                lasting = None
             if lasting is not None:
                 pooled = assess(lasting, current, target, short, policy, cold=True)
                 pooled.update(
@@ -817,6 +821,12 @@ def regimes(values, radius=AGE_RADIUS):
     if len(values):
         out.append((float(values[start]), len(values) - start))
     return out
+
+
+def worst_of_needed(confidence):
+    """How many exchangeable samples make their worst a one-sided bound at this confidence: the next sample falls
+    below all n of them with probability 1 / (n + 1), so n >= confidence / (1 - confidence) (9 at 0.9)."""
+    return max(1, int(math.ceil(confidence / (1.0 - confidence) - 1e-9)))
 
 
 def regime_lengths(values, radius=AGE_RADIUS, first=False):

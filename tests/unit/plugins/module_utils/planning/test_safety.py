@@ -343,10 +343,24 @@ def test_a_cold_start_takes_a_specialised_configuration_only_when_every_longer_r
             flat(0.05),
             now=now,
             history={"read_ratio": history},
-            policy=safety.SafetyPolicy(**{"cold_regimes": True, **settings}),
+            policy=safety.SafetyPolicy(**{"cold_regimes": True, "confidence": 0.75, **settings}),
         )
 
+    # At the default confidence (0.9) the worst of the regimes is a bound only with 9 of them; at 0.75, with 3.
+    assert safety.worst_of_needed(0.9) == 9 and safety.worst_of_needed(0.75) == 3
     past = [0.95] * 50 + [0.05] * 40 + [0.95] * 40
+    assert (
+        safety.decide(
+            make_line,
+            3,
+            flat(0.05),
+            flat(0.05),
+            now=now,
+            history={"read_ratio": past + [0.05] * 3},
+            policy=safety.SafetyPolicy(cold_regimes=True),
+        ).target
+        is None
+    )
     assert safety.regime_lengths(past + [0.05] * 3) == [40, 40]
     assert safety.regime_lengths(past + [0.05] * 3, first=True) == [50, 40, 40]
     # Every regime longer than now's went on for more than the commitment (3 x 30 s roll + 600 s dwell = 23 steps)
@@ -373,7 +387,7 @@ def test_a_cold_start_takes_a_specialised_configuration_only_when_every_longer_r
     # around it), which say nothing of how long this one lasts.
     storms = {"read_ratio": [0.95] * 50 + [0.05] * 3 + [0.95] * 40 + [0.05] * 3 + [0.95] * 40 + [0.05] * 6}
     burst = {"read_ratio": 0.05, AGE: 5}
-    on = safety.SafetyPolicy(cold_regimes=True)
+    on = safety.SafetyPolicy(cold_regimes=True, confidence=0.75)
     assert safety.decide(make_line, 3, flat(0.05), flat(0.05), now=burst, history=storms, policy=on).target is None
     assert len(safety.regime_scenarios(make_line, flat(0.05), storms, 5, domain, 3, 2, policy, True)) == 3
     assert safety.regime_scenarios(make_line, flat(0.05), storms, 5, domain, 3, 2, policy, True, 0.05) is None
