@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -88,3 +89,45 @@ def run_playbook(playbook, inventory, extra_vars=None, check=False, diff=False, 
         for number, handler in previous.items():
             signal.signal(number, handler)
         shutil.rmtree(private, ignore_errors=True)
+
+
+STORE_LOCK = os.path.join(ROOT, "tests", "integration", "playbooks", "store_lock.yml")
+LOCALHOST = os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml")
+
+
+class _Holder:
+    """The first controller of a two-controllers test; its run (a PlaybookResult) once the block has ended."""
+
+    run = None
+
+
+@contextlib.contextmanager
+def held_lock(lock_name, run_id, lock_store, release, inventory=LOCALHOST):
+    """A controller of its own (store_lock.yml in an ansible-playbook run on a thread) that takes the rolling lock
+    lock_name in lock_store and holds it while the block runs; the block starts once the lock is taken. On leaving
+    the block the file release is written, the holder gives the lock back and its run ends: assert on holder.run
+    after the block."""
+    taken = threading.Event()
+    holder = _Holder()
+
+    def on_event(event):
+        if event.get("event") == "runner_on_ok" and (event.get("event_data") or {}).get("task") == "Take the lock":
+            taken.set()
+
+    def hold():
+        holder.run = run_playbook(
+            STORE_LOCK,
+            inventory,
+            dict(lock_name=lock_name, run_id=run_id, lock_store=lock_store, hold_until=release),
+            on_event=on_event,
+        )
+
+    worker = threading.Thread(target=hold)
+    worker.start()
+    try:
+        if not taken.wait(120):
+            raise AssertionError("the first controller never took the lock %s" % lock_name)
+        yield holder
+    finally:
+        open(release, "w").close()
+        worker.join(timeout=180)

@@ -26,7 +26,7 @@ import time
 
 import foreign
 import pytest
-from ansible_run import ROOT, run_playbook
+from ansible_run import ROOT, held_lock, run_playbook
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import health as cassandra_cluster
@@ -922,31 +922,7 @@ def test_two_controllers_at_once_the_second_is_refused_by_the_lock_row_in_the_cl
     running = _settings(foreign_cassandra, "compaction_throughput")
     wanted = {"compaction_throughput": 48 if set(running.values()) != {"48MiB/s"} else 40}
     pids = {host.name: _server_pid(host) for host in foreign_cassandra.hosts}
-    release = str(tmp_path / "release")
-    taken = threading.Event()
-    first = {}
-
-    def on_event(event):
-        if event.get("event") == "runner_on_ok" and (event.get("event_data") or {}).get("task") == "Take the lock":
-            taken.set()
-
-    def hold():
-        first["run"] = run_playbook(
-            os.path.join(ROOT, "tests", "integration", "playbooks", "store_lock.yml"),
-            os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml"),
-            dict(
-                lock_name="cassandra",
-                run_id="other-controller",
-                lock_store=_lock_store(foreign_cassandra),
-                hold_until=release,
-            ),
-            on_event=on_event,
-        )
-
-    worker = threading.Thread(target=hold)
-    worker.start()
-    try:
-        assert taken.wait(120), "the first controller never took the lock"
+    with held_lock("cassandra", "other-controller", _lock_store(foreign_cassandra), str(tmp_path / "release")) as first:
         held = _lock_row(foreign_cassandra)
         assert held is not None and '"run_id": "other-controller"' in held["record"], held
         # A second controller: its own run (its own process and run id), the same cluster.
@@ -956,10 +932,7 @@ def test_two_controllers_at_once_the_second_is_refused_by_the_lock_row_in_the_cl
         assert PASSWORD not in second.stderr
         assert not any(task.startswith("Reconfigure the node") for task, _host, _res in second.results)
         assert _lock_row(foreign_cassandra) == held, "the refused roll changed the lock row"
-    finally:
-        open(release, "w").close()
-        worker.join(timeout=180)
-    assert first["run"].returncode == 0, first["run"].stderr[-3000:]
+    assert first.run.returncode == 0, first.run.stderr[-3000:]
     assert _lock_row(foreign_cassandra) is None
     assert _settings(foreign_cassandra, "compaction_throughput") == running
     assert {host.name: _server_pid(host) for host in foreign_cassandra.hosts} == pids

@@ -20,7 +20,7 @@ import time
 
 import foreign
 import pytest
-from ansible_run import ROOT, run_playbook
+from ansible_run import ROOT, held_lock, run_playbook
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
 
@@ -460,31 +460,7 @@ def test_two_controllers_at_once_the_second_is_refused_by_the_lock_in_the_cluste
     wanted = _other_rdbchecksum(foreign_redis)
     running = _config_get(foreign_redis, "rdbchecksum")
     pids = {host.name: _server_pid(host) for host in foreign_redis.hosts}
-    release = str(tmp_path / "release")
-    taken = threading.Event()
-    first = {}
-
-    def on_event(event):
-        if event.get("event") == "runner_on_ok" and (event.get("event_data") or {}).get("task") == "Take the lock":
-            taken.set()
-
-    def hold():
-        first["run"] = run_playbook(
-            os.path.join(ROOT, "tests", "integration", "playbooks", "store_lock.yml"),
-            os.path.join(ROOT, "tests", "integration", "inventory", "localhost.yml"),
-            dict(
-                lock_name="redis",
-                run_id="other-controller",
-                lock_store=_lock_store(foreign_redis),
-                hold_until=release,
-            ),
-            on_event=on_event,
-        )
-
-    worker = threading.Thread(target=hold)
-    worker.start()
-    try:
-        assert taken.wait(120), "the first controller never took the lock"
+    with held_lock("redis", "other-controller", _lock_store(foreign_redis), str(tmp_path / "release")) as first:
         assert '"run_id": "other-controller"' in _lock_value(foreign_redis)
         # A second controller: its own run (its own process and run id), the same cluster.
         second = foreign_redis.roll("redis", wanted)
@@ -493,10 +469,7 @@ def test_two_controllers_at_once_the_second_is_refused_by_the_lock_in_the_cluste
         assert PASSWORD not in second.stderr
         assert not any(task.startswith("Reconfigure the node") for task, _host, _res in second.results)
         assert '"run_id": "other-controller"' in _lock_value(foreign_redis), "the refused roll changed the lock"
-    finally:
-        open(release, "w").close()
-        worker.join(timeout=180)
-    assert first["run"].returncode == 0, first["run"].stderr[-3000:]
+    assert first.run.returncode == 0, first.run.stderr[-3000:]
     assert _lock_value(foreign_redis) == ""
     assert _config_get(foreign_redis, "rdbchecksum") == running
     assert {host.name: _server_pid(host) for host in foreign_redis.hosts} == pids

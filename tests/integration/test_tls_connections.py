@@ -11,11 +11,10 @@ import os
 import shutil
 import socket
 import subprocess
-import threading
 import time
 
 import pytest
-from ansible_run import ROOT, run_playbook
+from ansible_run import ROOT, held_lock, run_playbook
 
 from ansible_collections.tactician.nosql.plugins.module_utils.stores import probes
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.redis import client as redis_adapter
@@ -161,27 +160,8 @@ def _lock_value(tls_redis, name):
 def test_two_controllers_at_once_the_second_is_refused_by_the_lock_in_redis(tls_redis, tmp_path):
     """Two ansible-playbook runs, each its own controller process: the first holds the lock while the second
     tries; the second fails naming the holder and changes nothing; the first gives the lock back."""
-    release = str(tmp_path / "release")
     store = _lock_store(tls_redis)
-    taken = threading.Event()
-    first = {}
-
-    def on_event(event):
-        if event.get("event") == "runner_on_ok" and (event.get("event_data") or {}).get("task") == "Take the lock":
-            taken.set()
-
-    def run_first():
-        first["result"] = run_playbook(
-            os.path.join(PLAYBOOKS, "store_lock.yml"),
-            INVENTORY,
-            dict(lock_name="shop", run_id="roll-a", lock_store=store, hold_until=release),
-            on_event=on_event,
-        )
-
-    thread = threading.Thread(target=run_first)
-    thread.start()
-    try:
-        assert taken.wait(120), "the first controller never took the lock"
+    with held_lock("shop", "roll-a", store, str(tmp_path / "release"), inventory=INVENTORY) as first:
         value, ttl = _lock_value(tls_redis, "shop")
         assert '"run_id": "roll-a"' in value and 0 < ttl <= 7200
         second = run_playbook(
@@ -195,11 +175,8 @@ def test_two_controllers_at_once_the_second_is_refused_by_the_lock_in_redis(tls_
         assert "the key tactician:lock:shop on 127.0.0.1:%d" % tls_redis["port"] in refused["msg"]
         assert PASSWORD not in second.stderr and PASSWORD not in str(refused)
         assert '"run_id": "roll-a"' in _lock_value(tls_redis, "shop")[0]
-    finally:
-        open(release, "w").close()
-        thread.join(180)
-    assert first["result"].returncode == 0, first["result"].stderr
-    assert PASSWORD not in first["result"].stderr
+    assert first.run.returncode == 0, first.run.stderr
+    assert PASSWORD not in first.run.stderr
     assert _lock_value(tls_redis, "shop")[0] is None
 
 
