@@ -743,6 +743,13 @@ def parse_args(argv):
         help="pairs or concurrent: a phase more, the best configuration of a race on this node shape "
         "(benchmarks/shape_racing.py's history) on the tuned node, measured as the surrogate + GA's is",
     )
+    parser.add_argument(
+        "--compact-first",
+        action="store_true",
+        help="pairs or concurrent: before the first phase, a major compaction (nodetool compact, priced) of every "
+        "table an arm reads, on each node, so that both nodes start the node A/A with their tables in one state "
+        "(one SSTable each) rather than in whatever state their loads and earlier runs left",
+    )
     parser.add_argument("--reload", action="store_true", help="reload the data sets even when they are in place")
     parser.add_argument("--records", type=int, default=4000000)
     parser.add_argument("--threads", type=int, default=64)
@@ -774,10 +781,10 @@ def parse_args(argv):
             parser.error(
                 "--rounds: %r with --design %s; choose an even number (whole ABBA blocks)" % (args.rounds, args.design)
             )
-    elif args.ucs or args.no_tuned or args.node_phase or args.raced:
+    elif args.ucs or args.no_tuned or args.node_phase or args.raced or args.compact_first:
         parser.error(
-            "--ucs, --node-phase, --raced and --no-tuned: only with --design pairs or concurrent (the rounds compare "
-            "every arm on one node)"
+            "--ucs, --node-phase, --raced, --compact-first and --no-tuned: only with --design pairs or concurrent "
+            "(the rounds compare every arm on one node)"
         )
     elif args.latest and args.rounds % 4:
         parser.error(
@@ -828,6 +835,30 @@ def tuned_node_restored(log, stopping=()):
             ke._shape.restart_with(tuned, log=log)
 
 
+def tables_read(configs):
+    """[(node, table)] the phases of configs (pair_phases: the node A/A's defaults on the tuned node among them)
+    read, each once, in the order of the phases (the latest node's excluded: its BTI data set is its own)."""
+    found = []
+    for _phase, a_config, b_config in pair_phases(configs):
+        for config in (a_config, b_config):
+            node = node_of(config)
+            pair = (node, node.tables[config[st.CHUNK]]) if node is not ke._shape.LATEST_NODE else None
+            if pair is not None and pair not in found:
+                found.append(pair)
+    return found
+
+
+def compact_first(configs, log):
+    """--compact-first: a major compaction of every table the arms read, priced (the switches' records)."""
+    switches = []
+    for node, table in tables_read(configs):
+        log("before the phases: a major compaction of %s on %s" % (table, node.name))
+        price = ke._shape.major_compaction(table, node)
+        switches.append(dict(price, kind="compaction", phase="the phases", node=node.name, table=table))
+        log("  " + switch_note(switches[-1])[2:])
+    return switches
+
+
 def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, changes=None):
     """The run, per workload; changes (of tuned_node_restored) gets what the run changes on the tuned node: its
     tables' compaction options before a --ucs phase changes them, and what a --node-phase restarted it with."""
@@ -868,7 +899,7 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
             pairs = args.design in PAIRED
             if args.warmup_s and not pairs:  # pairs warm each phase's tables before it
                 warm_up(spec, configs, args, samplers, probe, log)
-            switches = []
+            switches = compact_first(configs, log) if args.compact_first and not results else []
             if pairs:
                 windows = measure_pairs(spec, configs, args, samplers, probe, log, switches, changes["restart"])
             else:

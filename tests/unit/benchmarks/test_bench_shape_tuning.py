@@ -476,3 +476,35 @@ def test_concurrent_runs_each_pairs_two_windows_at_the_same_time_and_warms_both_
     text = bench.render([{"workload": "b", "design": "concurrent", "configs": _pair_configs(), "windows": windows}])
     assert "| B | node A/A |" in text and "| B | tuned |" in text
     assert ("bench-tuned1", {"concurrent_reads": 124}) in applied
+
+
+def test_compact_first_compacts_every_table_an_arm_reads_once_and_prices_it(monkeypatch):
+    compactions = []
+
+    def major_compaction(table, node=None):
+        compactions.append((node.name, table))
+        return {
+            "seconds": 70.0,
+            "node_cpu_s": 36.0,
+            "write_mb": 4400.0,
+            "before": {"sstables": 4},
+            "after": {"sstables": 1},
+        }
+
+    monkeypatch.setattr(bench.ke._shape, "major_compaction", major_compaction)
+    args = bench.parse_args(["--design", "concurrent", "--rounds", "2", "--latest", "--compact-first"])
+    tuned = {"concurrent_reads": 124, bench.st.CHUNK: 4}
+    configs = bench.arm_configs(args, {"concurrent_reads": 32}, tuned, raced=dict(tuned, concurrent_reads=64))
+    # The defaults (bench node, 16 KiB), the node A/A's defaults on the tuned node (16 KiB), then the tuned and
+    # raced arms' 4 KiB table (once); the latest node's BTI data set is its own.
+    pairs = [(node.name, table) for node, table in bench.tables_read(configs)]
+    assert pairs == [("bench-cassandra1", "usertable"), ("bench-tuned1", "usertable"), ("bench-tuned1", "usertable_c4")]
+    switches = bench.compact_first(configs, print)
+    assert compactions == pairs
+    assert [s["phase"] for s in switches] == ["the phases"] * 3
+    assert bench.switch_note(switches[0]).startswith(
+        "- the compaction before the phases (bench-cassandra1, usertable): 70 s, 36 s of node CPU, 4400 MB written, "
+        "SSTables 4 -> 1"
+    )
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--rounds", "2", "--compact-first"])
