@@ -47,7 +47,7 @@ import random
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from _common import use_collection
+from _common import ROOT, use_collection
 
 use_collection()
 
@@ -249,10 +249,10 @@ def main():
     print("wall time %.1f s (%d worker process(es), %.1f s CPU in the workers)" % (wall, args.jobs, cpu))
     if args.csv:
         write_csv(args.csv, rows)
-        print("wrote %s" % args.csv)
+        print("wrote %s" % os.path.relpath(args.csv, ROOT))
     if args.markdown:
         write_markdown(args.markdown, rows, settings + "; wall time %.1f s." % wall)
-        print("wrote %s" % args.markdown)
+        print("wrote %s" % os.path.relpath(args.markdown, ROOT))
 
 
 if __name__ == "__main__":

@@ -360,6 +360,86 @@ EXPERIMENTS = (
 )
 BY_NAME = {e.name: e for e in EXPERIMENTS}
 
+# How long each experiment takes on this project's machine (2 vCPUs), in minutes (short size, full size), the
+# servers' bring-up excluded (SITE_MINUTES): measured, in docs/benchmarks.md "How long the set takes", which names
+# each figure's run; the full sizes in ESTIMATED_FULL have not run at exactly that size, and their figure comes from
+# the nearest run. None: nothing measured at that size.
+EXPECTED_MINUTES = {
+    "dynamic": (0.3, 1.3),
+    "safety": (0.9, 11.0),
+    "safety_new_cluster": (0.4, 9.0),
+    "scale_out": (0.1, 0.6),
+    "hetero": (0.1, 0.4),
+    "noise": (0.1, 2.8),
+    "forecast_accuracy": (0.1, 0.8),
+    "tactic_decision": (0.0, 0.1),
+    "surrogate_accuracy": (0.0, 0.0),
+    "rolling_availability": (None, 9.1),
+    "rolling_availability_quorum": (None, 7.7),
+    "rolling_peer_down": (None, 8.0),
+    "resource_accuracy": (None, 14.4),
+    "baselines": (None, 227.0),
+    "observe_accuracy": (None, 4.3),
+    "tactic_bootstrap": (None, 6.1),
+    "redis_memory": (5.2, 27.0),
+    "knob_effects": (None, 45.0),
+    "shape_racing": (None, 35.0),
+    "shape_tuning": (None, 61.0),
+    "shape_dynamic": (None, 84.0),
+    "tuning_gain": (None, 36.3),
+}
+ESTIMATED_FULL = {"safety", "safety_new_cluster", "rolling_peer_down", "baselines", "knob_effects", "shape_tuning"}
+# Bringing a site up and stopping it, in minutes, when the run starts it.
+SITE_MINUTES = {"own": 0.0, "lab": 2.3, "bench": 0.8}
+
+
+def expected(experiments, short, servers):
+    """(minutes, unmeasured, estimated): the wall time the chosen experiments are expected to take at their size,
+    their sites' bring-up included when servers is start (a site already up takes none), the names with no figure
+    at that size, and the minutes of the total that come from a run of another size (ESTIMATED_FULL)."""
+    index = 0 if short else 1
+    total, unmeasured, sites, estimated = 0.0, [], [], 0.0
+    for experiment in experiments:
+        if experiment.server and servers == "skip":
+            continue
+        minutes = EXPECTED_MINUTES.get(experiment.name, (None, None))[index]
+        if minutes is None:
+            unmeasured.append(experiment.name)
+        else:
+            total += minutes
+            if not short and experiment.name in ESTIMATED_FULL:
+                estimated += minutes
+        if experiment.server and experiment.site not in sites:
+            sites.append(experiment.site)
+    if servers == "start":
+        for name in sites:
+            if not site_up(SITES[name], timeout=0.5):
+                if SITE_MINUTES.get(name) is None:
+                    unmeasured.append("bringing up " + SITES[name].title)
+                else:
+                    total += SITE_MINUTES[name]
+    return total, unmeasured, estimated
+
+
+def duration_text(minutes):
+    """40 s, 45 min, 2 h 05 min."""
+    if minutes < 1:
+        return "%.0f s" % (minutes * 60.0)
+    minutes = int(round(minutes))
+    return "%d min" % minutes if minutes < 60 else "%d h %02d min" % divmod(minutes, 60)
+
+
+def expected_line(experiments, short, servers):
+    """What run.py prints before it starts: how long the chosen set is expected to take on this project's machine."""
+    minutes, unmeasured, estimated = expected(experiments, short, servers)
+    line = "expected: about %s on 2 CPUs" % duration_text(minutes)
+    if estimated:
+        line += " (%s of it from runs of a nearby size)" % duration_text(estimated)
+    line += ", docs/benchmarks.md How long the set takes"
+    if unmeasured:
+        line += ", plus %s, not measured at this size yet" % ", ".join(unmeasured)
+    return line
+
 
 def skip_line(experiment):
     return "skipped: needs %s; rerun with --servers start (or --servers use once it is up)" % experiment.needs
@@ -572,7 +652,8 @@ def summary(records, info, out_dir):
     lines = [
         "# Benchmark results (%s)" % info["size"],
         "",
-        "- date: %s (UTC), total wall time %.1f min" % (info["date"], info["wall_s"] / 60.0),
+        "- date: %s (UTC), total wall time %.1f min (%s)"
+        % (info["date"], info["wall_s"] / 60.0, info.get("expected", "expected: -")),
         "- command: `%s`" % info["command"],
         "- revision: %s" % info["revision"],
         "- machine: %d x %s, %s GiB RAM, Linux %s, Python %s; load average at the start %s (other work shares the "
@@ -591,8 +672,8 @@ def summary(records, info, out_dir):
         lines.append("- servers: %s, %s in %.0f s" % (what, status, seconds))
     lines += [
         "",
-        "| experiment | paper | status | wall time | files |",
-        "|---|---|---|---|---|",
+        "| experiment | paper | status | wall time | expected | files |",
+        "|---|---|---|---|---|---|",
     ]
     for record in records:
         experiment = BY_NAME[record["name"]]
@@ -600,13 +681,15 @@ def summary(records, info, out_dir):
             f for f in (record["name"] + ".md", record["name"] + ".csv") if os.path.exists(os.path.join(out_dir, f))
         ]
         files += record.get("plots") or []
+        minutes = EXPECTED_MINUTES.get(experiment.name, (None, None))[0 if info["size"] == "short" else 1]
         lines.append(
-            "| %s | %s | %s | %s | %s |"
+            "| %s | %s | %s | %s | %s | %s |"
             % (
                 experiment.name,
                 experiment.paper,
                 record["status"],
                 "-" if record.get("wall_s") is None else "%.0f s" % record["wall_s"],
+                "-" if minutes is None or record.get("wall_s") is None else "%.0f s" % (minutes * 60.0),
                 ", ".join("[%s](%s)" % (f, f) for f in files) or "-",
             )
         )
@@ -660,7 +743,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.list:
         for e in EXPERIMENTS:
-            print("%-28s %-40s %s" % (e.name, e.paper, "needs " + e.needs if e.server else "no server"))
+            short, full = ("-" if m is None else duration_text(m) for m in EXPECTED_MINUTES.get(e.name, (None, None)))
+            print(
+                "%-28s short %-8s full %-9s %-40s %s"
+                % (e.name, short, full, e.paper, "needs " + e.needs if e.server else "no server")
+            )
         return 0
     now = datetime.datetime.now(datetime.UTC)
     out_dir = os.path.abspath(args.out or os.path.join(RESULTS, _control.utc_stamp(now)))
@@ -679,6 +766,8 @@ def main(argv=None):
     records = []
     servers = Servers(args.servers, out_dir)
     chosen = ordered([e for e in EXPERIMENTS if not args.only or e.name in args.only])
+    info["expected"] = expected_line(chosen, args.short, args.servers)
+    print(info["expected"], flush=True)
     try:
         for index, experiment in enumerate(chosen):
             site = SITES.get(experiment.site) if experiment.server else None

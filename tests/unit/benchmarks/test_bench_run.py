@@ -206,3 +206,26 @@ def test_an_experiment_with_a_server_of_its_own_runs_only_with_servers_and_bring
     # Right after the simulations, before any site is brought up.
     order = [e.name for e in run.ordered(run.EXPERIMENTS)]
     assert order.index("redis_memory") < min(order.index(e.name) for e in run.EXPERIMENTS if e.site == "lab")
+
+
+def test_every_experiment_has_its_expected_time_and_the_run_says_how_long(monkeypatch):
+    assert set(run.EXPECTED_MINUTES) == set(run.BY_NAME)
+    assert all(len(pair) == 2 for pair in run.EXPECTED_MINUTES.values())
+    assert set(run.SITE_MINUTES) == set(run.SITES)
+    monkeypatch.setattr(
+        run, "EXPECTED_MINUTES", dict(run.EXPECTED_MINUTES, hetero=(0.5, 2.0), knob_effects=(9.0, None))
+    )
+    monkeypatch.setattr(run, "SITE_MINUTES", dict(run.SITE_MINUTES, bench=1.5))
+    monkeypatch.setattr(run, "site_up", lambda site, timeout=2.0: False)
+    chosen = [run.BY_NAME["hetero"], run.BY_NAME["knob_effects"]]
+    # Servers skipped: only the simulation counts.
+    assert run.expected(chosen, True, "skip") == (0.5, [], 0.0)
+    # Started: the bench node's bring-up counts once; a size with no figure is named, not guessed.
+    assert run.expected(chosen, True, "start") == (11.0, [], 0.0)
+    assert run.expected(chosen, False, "start") == (3.5, ["knob_effects"], 0.0)
+    line = run.expected_line(chosen, False, "start")
+    assert line.startswith("expected: about 4 min on 2 CPUs,") and "plus knob_effects, not measured" in line
+    monkeypatch.setattr(run, "ESTIMATED_FULL", {"hetero"})
+    assert run.expected(chosen, False, "skip") == (2.0, [], 2.0)
+    assert "(2 min of it from runs of a nearby size)" in run.expected_line(chosen, False, "skip")
+    assert [run.duration_text(m) for m in (0.3, 45, 125)] == ["18 s", "45 min", "2 h 05 min"]

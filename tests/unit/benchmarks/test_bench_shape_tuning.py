@@ -346,6 +346,22 @@ def test_ucs_phases_name_what_is_allowed():
     assert bench.parse_args(["--design", "pairs", "--rounds", "2", "--ucs", " L10, T4 ,N"]).ucs == ["L10", "T4", "N"]
 
 
+def _compactions(compactions, when, node_cpu_s, write_mb):
+    """A fake major_compaction that records (node, table, when()) in compactions and prices 70 s, 4 -> 1 SSTables."""
+
+    def major_compaction(table, node=None):
+        compactions.append((node.name, table, when() if when else None))
+        return {
+            "seconds": 70.0,
+            "node_cpu_s": node_cpu_s,
+            "write_mb": write_mb,
+            "before": {"sstables": 4},
+            "after": {"sstables": 1},
+        }
+
+    return major_compaction
+
+
 def test_node_phases_restart_the_tuned_node_only_when_its_settings_change_and_compact_before_the_phase(monkeypatch):
     applied, runs = _record_runs(monkeypatch)
     restarts, compactions = [], []
@@ -354,18 +370,8 @@ def test_node_phases_restart_the_tuned_node_only_when_its_settings_change_and_co
         restarts.append((node.name, dict(settings or {}), heap, len(runs)))
         return {"seconds": 45.0, "settings": dict(settings or {}), "heap": heap or "1G", "pid": 5000 + len(restarts)}
 
-    def major_compaction(table, node=None):
-        compactions.append((node.name, table, len(runs)))
-        return {
-            "seconds": 70.0,
-            "node_cpu_s": 66.0,
-            "write_mb": 4300.0,
-            "before": {"sstables": 4},
-            "after": {"sstables": 1},
-        }
-
     monkeypatch.setattr(bench.ke._shape, "restart_with", restart_with)
-    monkeypatch.setattr(bench.ke._shape, "major_compaction", major_compaction)
+    monkeypatch.setattr(bench.ke._shape, "major_compaction", _compactions(compactions, lambda: len(runs), 66.0, 4300.0))
     monkeypatch.setattr(bench.ke._shape, "server_pid", lambda node=None: 4242)
     monkeypatch.setattr(bench.ke, "Sampler", lambda pid, group=None: _Sampler())
     specs = ["heap=512M", "heap=512M+chunk=4+compact", "disk_access_mode=mmap"]
@@ -480,18 +486,7 @@ def test_concurrent_runs_each_pairs_two_windows_at_the_same_time_and_warms_both_
 
 def test_compact_first_compacts_every_table_an_arm_reads_once_and_prices_it(monkeypatch):
     compactions = []
-
-    def major_compaction(table, node=None):
-        compactions.append((node.name, table))
-        return {
-            "seconds": 70.0,
-            "node_cpu_s": 36.0,
-            "write_mb": 4400.0,
-            "before": {"sstables": 4},
-            "after": {"sstables": 1},
-        }
-
-    monkeypatch.setattr(bench.ke._shape, "major_compaction", major_compaction)
+    monkeypatch.setattr(bench.ke._shape, "major_compaction", _compactions(compactions, None, 36.0, 4400.0))
     args = bench.parse_args(["--design", "concurrent", "--rounds", "2", "--latest", "--compact-first"])
     tuned = {"concurrent_reads": 124, bench.st.CHUNK: 4}
     configs = bench.arm_configs(args, {"concurrent_reads": 32}, tuned, raced=dict(tuned, concurrent_reads=64))
@@ -500,7 +495,7 @@ def test_compact_first_compacts_every_table_an_arm_reads_once_and_prices_it(monk
     pairs = [(node.name, table) for node, table in bench.tables_read(configs)]
     assert pairs == [("bench-cassandra1", "usertable"), ("bench-tuned1", "usertable"), ("bench-tuned1", "usertable_c4")]
     switches = bench.compact_first(configs, print)
-    assert compactions == pairs
+    assert [(node, table) for node, table, _when in compactions] == pairs
     assert [s["phase"] for s in switches] == ["the phases"] * 3
     assert bench.switch_note(switches[0]).startswith(
         "- the compaction before the phases (bench-cassandra1, usertable): 70 s, 36 s of node CPU, 4400 MB written, "
