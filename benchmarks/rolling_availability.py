@@ -492,6 +492,22 @@ def main():
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(rows, handle, indent=1, default=str)
+    return verdict(rows)
+
+
+def verdict(rows):
+    """The exit code: 1 when the roll of a plain case failed (a killed node or peer is meant to stop the roll) or
+    an acknowledged write was lost in any case, with what went wrong on stderr; else 0."""
+    problems = []
+    for row in rows:
+        if row["case"].startswith("rolling") and row["rc"] != 0:
+            tail = (row.get("playbook_tail") or "").strip().splitlines()[-3:]
+            problems.append("%s %s: the roll failed (rc %s): %s" % (row["store"], row["case"], row["rc"], tail))
+        if row.get("probe_missing"):
+            problems.append("%s %s: %d acknowledged writes lost" % (row["store"], row["case"], row["probe_missing"]))
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
 
 
 def _f(value, digits=1):
@@ -499,4 +515,4 @@ def _f(value, digits=1):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

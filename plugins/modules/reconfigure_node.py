@@ -141,6 +141,15 @@ options:
     type: list
     elements: raw
     default: []
+  batch:
+    description:
+      - Cassandra - the addresses of the other nodes restarted in the same batch of a roll (as O(peers) names them).
+        The batch rule (R = RF - CL) lets them be down all through this node's step, so they are neither checked
+        before the stop nor watched while the node is down; every other peer is. C(playbooks/rolling_reconfigure.yml)
+        passes them.
+    type: list
+    elements: str
+    default: []
   rejoin_timeout:
     description: Seconds to wait for the node to be back as its peers see it.
     type: int
@@ -395,6 +404,7 @@ def main():
             start_command=dict(type="list", elements="str"),
             status_command=dict(type="list", elements="str"),
             peers=dict(type="list", elements="raw", default=[]),
+            batch=dict(type="list", elements="str", default=[]),
             rejoin_timeout=dict(type="int", default=600),
             cassandra_home=dict(type="path"),
             java=dict(type="str", default="java"),

@@ -204,3 +204,16 @@ def test_duration_trace_and_its_error_curve_peaks_near_zero():
     at = {row["level"]: row["gain_mean"] for row in rows}
     assert at[0] == max(at.values())
     assert at[-180] < at[0] and at[180] < at[0]
+
+
+def test_rolling_availability_fails_when_a_plain_roll_fails_or_a_write_is_lost(capsys):
+    import rolling_availability
+
+    ok = dict(store="cassandra", case="rolling (R = RF - CL)", rc=0, probe_missing=0)
+    peer = dict(store="cassandra", case="kill cassandra2 while cassandra1 restarts", rc=2, probe_missing=0)
+    assert rolling_availability.verdict([ok, peer]) == 0
+    failed = dict(ok, rc=2, playbook_tail="...\n127.0.0.1 went down while 127.0.0.2:9042 was starting\nend")
+    assert rolling_availability.verdict([failed]) == 1
+    assert "the roll failed (rc 2)" in capsys.readouterr().err
+    assert rolling_availability.verdict([dict(peer, probe_missing=3)]) == 1
+    assert "3 acknowledged writes lost" in capsys.readouterr().err

@@ -166,3 +166,30 @@ def test_a_node_whose_errors_are_not_known_does_not_dilute_the_error_rate():
     signals = guards.combine(per_node)
     assert signals["p99_ms"] == 40.0 and signals["ops_per_s"] == 990.0 and signals["error_rate"] == 0.1
     assert guards.combine({"b": per_node["b"]})["error_rate"] is None
+
+
+def test_the_other_nodes_of_the_batch_are_not_watched_while_the_node_starts(monkeypatch):
+    """A batch of R = RF - CL nodes restarts at once: the node starting must not stop the roll because the other
+    node of its batch is down, and a node outside the batch that goes down still stops it."""
+    from ansible_collections.tactician.nosql.plugins.module_utils.apply import cassandra_node
+
+    # jmx_local: a peer is watched by its CQL port alone.
+    peers = [dict(address=a, native_port=9042, jmx_local=True) for a in ("127.0.0.1", "127.0.0.2", "127.0.0.3")]
+    node = cassandra_node.CassandraNode(
+        dict(address="127.0.0.1", port=9042, peers=peers, batch=["127.0.0.2"], guard={"peer_down_polls": 1}), None
+    )
+    assert [p["address"] for p in node._peer_nodes()] == ["127.0.0.1", "127.0.0.3"]
+    down = {"127.0.0.2"}
+    monkeypatch.setattr(cassandra_node.process, "port_open", lambda host, port: host not in down)
+    monkeypatch.setattr(cassandra_node.guards, "time_to_poll", lambda last, every: True)
+    check = node._peer_ports_watch()
+    check()  # its batch partner down: nothing to say
+    down.add("127.0.0.3")
+    with pytest.raises(guards.PeerDownError) as raised:
+        check()
+    assert set(raised.value.peers) == {"127.0.0.3"}
+    # Without the batch (a batch of one), the same partner down stops the step.
+    alone = cassandra_node.CassandraNode(
+        dict(address="127.0.0.1", port=9042, peers=peers, guard={"peer_down_polls": 1}), None
+    )
+    assert [p["address"] for p in alone._peer_nodes()] == ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
