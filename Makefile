@@ -44,9 +44,10 @@ molecule: bootstrap
 build: bootstrap
 	ansible-galaxy collection build --force --output-path .build/dist
 
-# The benchmarks need only the virtual environment (make bootstrap makes it); the ones that measure servers are
-# skipped unless BENCH_ARGS=--with-servers and the lab or bench node is up. Results go to results/<UTC time>/.
-bench: bootstrap  ## every benchmark experiment, full size, servers started and stopped as needed
+# The benchmarks need only the virtual environment (make bootstrap makes it); make bench starts the servers its
+# experiments need. Results go to results/<UTC time>/. run.py prints how long the chosen set is expected to take
+# first (the full set: about 10 h on 2 CPUs; BENCH_ARGS="--only ..." for a part, run.py --list for each one's time).
+bench: bootstrap  ## every benchmark experiment, full size (about 10 h), servers started and stopped as needed
 	$(VENV)/python benchmarks/run.py --servers start $(BENCH_ARGS)
 
 bench-short:  ## the simulations at their short size (under 10 minutes on 2 CPUs); servers: BENCH_ARGS="--servers start"
