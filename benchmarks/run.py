@@ -32,7 +32,11 @@ from dataclasses import dataclass
 
 import _control
 import _report
-from _common import ROOT
+from _common import ROOT, use_collection
+
+use_collection()
+
+from ansible_collections.tactician.nosql.plugins.module_utils.apply import lock as rolling_lock
 
 RESULTS = os.path.join(ROOT, "results")
 BENCH_NODE = "the bench Cassandra node (ansible-playbook -i inventories/bench playbooks/lab_up.yml)"
@@ -384,7 +388,7 @@ EXPECTED_MINUTES = {
     "redis_memory": (5.2, 27.0),
     "knob_effects": (18.6, 45.0),
     "shape_racing": (5.8, 35.0),
-    "shape_tuning": (None, 61.0),
+    "shape_tuning": (3.6, 61.0),
     "shape_dynamic": (None, 84.0),
     "tuning_gain": (None, 36.3),
 }
@@ -439,6 +443,39 @@ def expected_line(experiments, short, servers):
     if unmeasured:
         line += ", plus %s, not measured at this size yet" % ", ".join(unmeasured)
     return line
+
+
+# The rolling locks the lab's rolls take on this controller (playbooks/rolling_reconfigure.yml: the cluster's name
+# is its store when the inventory names none).
+LAB_LOCKS = ("cassandra", "redis")
+
+
+def stopped_locks(names=LAB_LOCKS, lock_dir=None):
+    """The locks among names that a stopped roll keeps in lock_dir (default: the rolling lock's own folder), as
+    lines saying when, where and why, and how to give them back. A stopped roll's lock holds until a person
+    releases it, so every roll of that cluster in this run would stop at its first step."""
+    lock_dir = lock_dir or rolling_lock.default_lock_dir()
+    lines = []
+    for name in names:
+        record = rolling_lock.FileRecords(name, lock_dir).read()
+        stopped = (record or {}).get("stopped")
+        if not isinstance(stopped, dict):
+            continue
+        lines.append(
+            "warning: the rolling lock of cluster %s (%s) is kept by a roll that stopped at %s on %s: %s; "
+            "every roll of %s in this run will stop at its lock. Once the cluster is whole, release it: "
+            ".venv/bin/ansible localhost -m tactician.nosql.rolling_lock -a 'name=%s state=released force=true'"
+            % (
+                name,
+                os.path.join(lock_dir, name + ".lock"),
+                stopped.get("at") or "an unknown time",
+                stopped.get("node") or "an unknown node",
+                str(stopped.get("reason") or "no reason kept").strip().rstrip("."),
+                name,
+                name,
+            )
+        )
+    return lines
 
 
 def skip_line(experiment):
@@ -670,6 +707,8 @@ def summary(records, info, out_dir):
     ]
     for what, status, seconds in info.get("server_steps") or []:
         lines.append("- servers: %s, %s in %.0f s" % (what, status, seconds))
+    for line in info.get("warnings") or []:
+        lines.append("- %s" % line)
     lines += [
         "",
         "| experiment | paper | status | wall time | expected | files |",
@@ -768,6 +807,10 @@ def main(argv=None):
     chosen = ordered([e for e in EXPERIMENTS if not args.only or e.name in args.only])
     info["expected"] = expected_line(chosen, args.short, args.servers)
     print(info["expected"], flush=True)
+    if args.servers != "skip" and any(e.site == "lab" for e in chosen):
+        info["warnings"] = stopped_locks()
+        for line in info["warnings"]:
+            print(line, flush=True)
     try:
         for index, experiment in enumerate(chosen):
             site = SITES.get(experiment.site) if experiment.server else None

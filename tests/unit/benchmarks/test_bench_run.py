@@ -229,3 +229,20 @@ def test_every_experiment_has_its_expected_time_and_the_run_says_how_long(monkey
     assert run.expected(chosen, False, "skip") == (2.0, [], 2.0)
     assert "(2 min of it from runs of a nearby size)" in run.expected_line(chosen, False, "skip")
     assert [run.duration_text(m) for m in (0.3, 45, 125)] == ["18 s", "45 min", "2 h 05 min"]
+
+
+def test_a_stopped_rolls_lock_is_named_before_the_run_with_how_to_release_it(tmp_path):
+    from ansible_collections.tactician.nosql.plugins.module_utils.apply import lock
+
+    assert run.stopped_locks(lock_dir=str(tmp_path)) == []
+    # A roll that gave its lock back, or one still running, is not a stopped roll: nothing to say.
+    held = lock.RollingLock("redis", lock_dir=str(tmp_path), owner="someone")
+    held.acquire(run_id="r1")
+    assert run.stopped_locks(lock_dir=str(tmp_path)) == []
+    stopped = lock.RollingLock("cassandra", lock_dir=str(tmp_path), owner="someone")
+    stopped.acquire(run_id="r2")
+    stopped.mark_stopped(run_id="r2", stopped={"node": "cassandra2", "reason": "127.0.0.1 went down."})
+    (line,) = run.stopped_locks(lock_dir=str(tmp_path))
+    assert "cluster cassandra" in line and "on cassandra2: 127.0.0.1 went down;" in line
+    assert str(tmp_path / "cassandra.lock") in line
+    assert "rolling_lock -a 'name=cassandra state=released force=true'" in line
