@@ -108,32 +108,13 @@ def measure(spec, pending, args, sampler, probe, log, warm, rng):
     for chunk in sorted(by_table, key=lambda c: c != warm.get("table")):
         items = by_table[chunk]
         rng.shuffle(items)
-        table = ke.CHUNK_TABLES[chunk]
         warmup = 0.0 if warm.get("table") == chunk else (args.rewarm_s if warm.get("table") else args.warmup_s)
-        total = warmup + len(items) * (args.settle_s + args.window_s + 5) + 60
-        client = ke.Client(ke.client_params(spec, table, total, args.threads, args.records))
-        client.start()
         log("%s KiB: %s %d windows" % (chunk, "warm-up %d s, then" % warmup if warmup else "warm,", len(items)))
-        time.sleep(max(warmup, 10.0))  # a client's first status lines come after its connections are up
-        windows = []
-        try:
-            for config, index in items:
-                st.apply_config(live_part(config))
-                time.sleep(args.settle_s)
-                start = sampler.sample()
-                time.sleep(args.window_s)
-                windows.append((config, index, start, sampler.sample()))
-                if client.error or not client.is_alive():
-                    break
-        finally:
-            st.apply_config(live_part(st.DEFAULTS))
-        client.join()
-        if client.error:
-            raise SystemExit("%s: the client failed: %s" % (spec, client.error))
+        measured = st.table_windows(
+            spec, chunk, [live_part(c) for c, _i in items], args, sampler, probe, warmup, live_part(st.DEFAULTS), "race"
+        )
         warm["table"] = chunk
-        status, speeds = client.status(), probe.samples()
-        for config, index, start, end in windows:
-            record = ke.window_record("race", start, end, status, speeds)
+        for (config, index), (_live, record) in zip(items, measured, strict=False):
             log("  %s on instance %d: %s ops/s" % (live_part(config), index, ke._fmt(record["ops_s"], "%.0f")))
             done.append((config, index, record))
     return done

@@ -127,34 +127,43 @@ def drift_corrected(measured, reference):
     return out
 
 
-def run_table(spec, chunk_kb, configs, args, sampler, probe, log, warmup_s):
-    """One client run on the table of chunk_kb through configs, the defaults (configs[0]) interleaved every
-    --defaults-every windows: window records."""
+def table_windows(spec, chunk_kb, configs, args, sampler, probe, warmup_s, reset, label="-", log=None):
+    """One warm client on the table of chunk_kb: after warmup_s, per config its live knobs set, --settle-s, then a
+    --window-s window; reset set at the end, also after an error. [(config, window record)], in the order of
+    configs (fewer when the client stopped early). shape_racing.py measures its evaluations with it too."""
     table = ke.CHUNK_TABLES[chunk_kb]
-    order = interleaved(configs, args.defaults_every)
-    total = warmup_s + len(order) * (args.settle_s + args.window_s + 5) + 60
+    total = warmup_s + len(configs) * (args.settle_s + args.window_s + 5) + 60
     client = ke.Client(ke.client_params(spec, table, total, args.threads, args.records))
     client.start()
-    log("%s / %s KiB: warm-up %d s, then %d windows" % (spec, chunk_kb, warmup_s, len(order)))
-    time.sleep(warmup_s)
+    # A client's first status lines come after its connections are up.
+    time.sleep(max(warmup_s, 10.0))
     windows = []
     try:
-        for index, config in enumerate(order):
+        for index, config in enumerate(configs):
             apply_config(config)
             time.sleep(args.settle_s)
             start = sampler.sample()
             time.sleep(args.window_s)
             windows.append((config, start, sampler.sample()))
-            log("  window %d/%d %s done" % (index + 1, len(order), config))
+            if log:
+                log("  window %d/%d %s done" % (index + 1, len(configs), config))
             if client.error or not client.is_alive():
                 break
     finally:
-        apply_config(configs[0])
+        apply_config(reset)
     client.join()
     if client.error:
         raise SystemExit("%s: the client failed: %s" % (spec, client.error))
     status, speeds = client.status(), probe.samples()
-    return [(config, ke.window_record("-", start, end, status, speeds)) for config, start, end in windows]
+    return [(config, ke.window_record(label, start, end, status, speeds)) for config, start, end in windows]
+
+
+def run_table(spec, chunk_kb, configs, args, sampler, probe, log, warmup_s):
+    """One client run on the table of chunk_kb through configs, the defaults (configs[0]) interleaved every
+    --defaults-every windows: window records."""
+    order = interleaved(configs, args.defaults_every)
+    log("%s / %s KiB: warm-up %d s, then %d windows" % (spec, chunk_kb, warmup_s, len(order)))
+    return table_windows(spec, chunk_kb, order, args, sampler, probe, warmup_s, configs[0], log=log)
 
 
 def dataset_rows(spec, chunk_kb, measured, args, stamp, reference=None):

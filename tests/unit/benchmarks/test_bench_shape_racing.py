@@ -76,3 +76,24 @@ def test_bad_arguments_name_the_option(capsys):
         with pytest.raises(SystemExit):
             bench.parse_args(argv)
         assert option in capsys.readouterr().err
+
+
+def test_the_evaluations_are_measured_table_by_table_the_warm_one_first(monkeypatch):
+    calls = []
+
+    def table_windows(spec, chunk, configs, args, sampler, probe, warmup_s, reset, label="-", log=None):
+        calls.append((chunk, warmup_s, reset, label))
+        return [(c, {"ops_s": 1000.0 + i}) for i, c in enumerate(configs)]
+
+    monkeypatch.setattr(st, "table_windows", table_windows)
+    args = bench.parse_args(["--warmup-s", "300", "--rewarm-s", "120"])
+    a = {"concurrent_reads": 40, "key_cache_size": 10, "compaction_throughput": 64, st.CHUNK: 4}
+    b = dict(a, **{st.CHUNK: 16})
+    pending = [{"config": a, "instances": [{"index": 0}, {"index": 1}]}, {"config": b, "instances": [{"index": 0}]}]
+    warm = {"table": 16}
+    done = bench.measure("b", pending, args, None, None, lambda text: None, warm, bench.random.Random(0))
+    # The warm 16 KiB table first and without a warm-up, then the 4 KiB one after a rewarm.
+    assert [c[:2] for c in calls] == [(16, 0.0), (4, 120.0)]
+    assert all(reset == bench.live_part(st.DEFAULTS) and label == "race" for _c, _w, reset, label in calls)
+    assert sorted((c[st.CHUNK], index) for c, index, _r in done) == [(4, 0), (4, 1), (16, 0)]
+    assert warm == {"table": 4}

@@ -98,3 +98,54 @@ def test_rows_keep_the_measured_throughput_beside_the_corrected_one():
     assert rows[0]["ops_per_s"] == pytest.approx(3500.0) and rows[0]["run"]["drift_factor"] == pytest.approx(0.875)
     with pytest.raises(SystemExit):
         bench.parse_args(["--defaults-every", "1"])
+
+
+class _Client:
+    started = None
+
+    def __init__(self, params):
+        self.params, self.error, self.alive = params, None, True
+        _Client.started = self
+
+    def start(self):
+        pass
+
+    def is_alive(self):
+        return self.alive
+
+    def join(self):
+        pass
+
+    def status(self):
+        return "status"
+
+
+class _Sampler:
+    def __init__(self):
+        self.count = 0
+
+    def sample(self):
+        self.count += 1
+        return self.count
+
+
+def test_a_table_run_sets_each_configuration_then_the_reset_and_keeps_one_record_per_window(monkeypatch):
+    applied = []
+    monkeypatch.setattr(bench.ke, "Client", _Client)
+    monkeypatch.setattr(bench.ke, "client_params", lambda spec, table, total, threads, records: (table, total))
+    monkeypatch.setattr(bench.ke, "window_record", lambda label, start, end, status, speeds: (label, start, end))
+    monkeypatch.setattr(bench, "apply_config", applied.append)
+    monkeypatch.setattr(bench.time, "sleep", lambda seconds: None)
+    probe = type("Probe", (), {"samples": lambda self: []})()
+    args = bench.parse_args(["--window-s", "30", "--settle-s", "5"])
+    configs = [{"concurrent_reads": 32}, {"concurrent_reads": 8}]
+    out = bench.table_windows("b", 4, configs, args, _Sampler(), probe, 60, {"concurrent_reads": 32}, "race")
+    assert out == [(configs[0], ("race", 1, 2)), (configs[1], ("race", 3, 4))]
+    assert applied == [*configs, {"concurrent_reads": 32}]
+    assert _Client.started.params == (bench.ke.CHUNK_TABLES[4], 60 + 2 * (5 + 30 + 5) + 60)
+
+    # A client that stops early ends the run: the windows so far, the reset set all the same.
+    applied.clear()
+    monkeypatch.setattr(_Client, "is_alive", lambda self: False)
+    out = bench.table_windows("b", 16, configs, args, _Sampler(), probe, 0, {"concurrent_reads": 32})
+    assert [c for c, _r in out] == [configs[0]] and applied == [configs[0], {"concurrent_reads": 32}]
