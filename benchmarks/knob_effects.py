@@ -49,6 +49,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.trials import load
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver
 
 # YCSB core workloads, and an upload (the HPC trace's: 95 % inserts).
+HOTSPOT = {"requestdistribution": "hotspot", "hotspotdatafraction": 0.01, "hotspotopnfraction": 0.9}
 WORKLOADS = {
     "a": {"workload": "a", "props": {}},
     "b": {"workload": "b", "props": {}},
@@ -56,6 +57,11 @@ WORKLOADS = {
     "e": {"workload": "e", "props": {}},
     "f": {"workload": "f", "props": {}},
     "upload": {"workload": "a", "props": {"readproportion": 0.05, "updateproportion": 0.0, "insertproportion": 0.95}},
+    # A small hot set (YCSB's hotspot chooser: 90 % of the operations on 1 % of the rows, 40,000 of 4M, about 45 MB),
+    # the shape where a row cache can hold what the reads want: B's reads on it, and A's updates, each of which
+    # invalidates its row in the cache.
+    "b-hot": {"workload": "b", "props": dict(HOTSPOT)},
+    "a-hot": {"workload": "a", "props": dict(HOTSPOT)},
 }
 
 

@@ -333,3 +333,13 @@ def test_a_step_on_the_node_is_priced_in_time_cpu_writes_and_table_state(monkeyp
     assert calls == [("compact", "tactician", "usertable_c4")]
     assert price["node_cpu_s"] == 36.0 and price["write_mb"] == 4388.0 and price["finished"]
     assert price["before"] == {"sstables": 3} and price["after"] == {"sstables": 1} and price["seconds"] >= 0
+
+
+def test_the_hot_set_workloads_send_nine_in_ten_operations_to_one_row_in_a_hundred(monkeypatch):
+    monkeypatch.setattr(bench, "password", lambda: "secret")
+    args = bench.parse_args(["--workloads", "b-hot,a-hot", "--knobs", "row_cache_size"])
+    assert args.workloads == ["b-hot", "a-hot"]
+    for spec, letter in (("b-hot", "b"), ("a-hot", "a")):
+        props = bench.client_params(spec, "usertable", 60, 64, 4000000)["properties"]
+        assert props["requestdistribution"] == "hotspot" and props["hotspotdatafraction"] == 0.01
+        assert props["hotspotopnfraction"] == 0.9 and bench.WORKLOADS[spec]["workload"] == letter
