@@ -96,9 +96,10 @@ def live_part(config):
     return {k: int(v) for k, v in config.items() if k in st.RANGES}
 
 
-def measure(spec, pending, args, sampler, probe, log, warm, rng):
+def measure(spec, pending, args, sampler, probe, log, warm, rng, reset):
     """Run the pending evaluations, grouped by table: [(config, index, record)]. warm: {"table": the table the node
-    last read} (updated)."""
+    last read} (updated). reset: the live knobs set back after each table's windows, the node's own defaults (its
+    key cache as found at the start, not a constant: the defaults of shape_training have none)."""
     by_table = {}
     for entry in pending:
         for instance in entry["instances"]:
@@ -111,7 +112,7 @@ def measure(spec, pending, args, sampler, probe, log, warm, rng):
         warmup = 0.0 if warm.get("table") == chunk else (args.rewarm_s if warm.get("table") else args.warmup_s)
         log("%s KiB: %s %d windows" % (chunk, "warm-up %d s, then" % warmup if warmup else "warm,", len(items)))
         measured = st.table_windows(
-            spec, chunk, [live_part(c) for c, _i in items], args, sampler, probe, warmup, live_part(st.DEFAULTS), "race"
+            spec, chunk, [live_part(c) for c, _i in items], args, sampler, probe, warmup, live_part(reset), "race"
         )
         warm["table"] = chunk
         for (config, index), (_live, record) in zip(items, measured, strict=False):
@@ -163,6 +164,7 @@ def main(argv=None):
     ke._shape.ensure_loaded(args.records, log=log)
     log(ke._shape.describe())
     key_cache_mb = ke.current_value("key_cache_size")
+    reset = dict(st.DEFAULTS, key_cache_size=key_cache_mb)
     race = make_race(args.workload, args.budget, args.seed, args.first_test, key_cache_mb)
     history = args.history or os.path.join(out, "race-%s-%s.jsonl" % (args.workload, stamp))
     sampler = ke.Sampler(ke._shape.server_pid())
@@ -180,7 +182,7 @@ def main(argv=None):
                 "race: %d evaluations pending, %d done; leader %s"
                 % (state["pending"], state["evaluations"], state.get("leader"))
             )
-            for config, index, record in measure(args.workload, pending, args, sampler, probe, log, warm, rng):
+            for config, index, record in measure(args.workload, pending, args, sampler, probe, log, warm, rng, reset):
                 if not record.get("ops_s"):
                     raise SystemExit("instance %d of %s: the window has no throughput" % (index, config))
                 extra = {k: record.get(k) for k in ("server_cpu", "client_side_cpu", "cpu_speed", "read_mb_s")}
