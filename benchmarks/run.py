@@ -324,7 +324,8 @@ EXPERIMENTS = (
         "issue criteria (the real-lab comparison on the node shape); seed 001 (IRIS) +18.9 % / +25.7 %",
         # A turn is the trace once on both nodes at the same moment (the compactions of the turn before waited for,
         # a warm-up of the defaults on both): about 19 minutes for the quiet trace, 4 turns. The short set: two
-        # turns of the mixed trace in 90 s phases, about 9 minutes on nodes already up and loaded.
+        # turns of the mixed trace in 90 s phases, about 12 minutes after the nodes' pre-warm (until both are
+        # steady, at most 14 min: 10 min from a fresh clone, which took 25 min in all with the data sets written).
         short=("--trace", "mixed", "--turns", "2", "--phase-s", "90,90,90", "--warmup-s", "60"),
         full=("--trace", "quiet", "--turns", "4"),
         needs=BENCH_NODE,
@@ -389,8 +390,8 @@ EXPECTED_MINUTES = {
     "knob_effects": (18.6, 45.0),
     "shape_racing": (5.8, 35.0),
     "shape_tuning": (3.6, 61.0),
-    "shape_dynamic": (None, 84.0),
-    "tuning_gain": (None, 36.3),
+    "shape_dynamic": (24.8, 84.0),
+    "tuning_gain": (6.4, 36.3),
 }
 ESTIMATED_FULL = {"safety", "safety_new_cluster", "rolling_peer_down", "baselines", "knob_effects", "shape_tuning"}
 # Bringing a site up and stopping it, in minutes, when the run starts it.
