@@ -458,8 +458,8 @@ def stopped_locks(names=LAB_LOCKS, lock_dir=None):
     lock_dir = lock_dir or rolling_lock.default_lock_dir()
     lines = []
     for name in names:
-        record = rolling_lock.FileRecords(name, lock_dir).read()
-        stopped = (record or {}).get("stopped")
+        records = rolling_lock.FileRecords(name, lock_dir)
+        stopped = (records.read() or {}).get("stopped")
         if not isinstance(stopped, dict):
             continue
         lines.append(
@@ -468,7 +468,7 @@ def stopped_locks(names=LAB_LOCKS, lock_dir=None):
             ".venv/bin/ansible localhost -m tactician.nosql.rolling_lock -a 'name=%s state=released force=true'"
             % (
                 name,
-                os.path.join(lock_dir, name + ".lock"),
+                records.path,
                 stopped.get("at") or "an unknown time",
                 stopped.get("node") or "an unknown node",
                 str(stopped.get("reason") or "no reason kept").strip().rstrip("."),

@@ -164,8 +164,8 @@ def main(argv=None):
     ke._shape.ensure_loaded(args.records, log=log)
     log(ke._shape.describe())
     key_cache_mb = ke.current_value("key_cache_size")
-    reset = dict(st.DEFAULTS, key_cache_size=key_cache_mb)
     race = make_race(args.workload, args.budget, args.seed, args.first_test, key_cache_mb)
+    reset = race.initial[0]  # the node's defaults, its key cache as found: what every table's windows set back
     history = args.history or os.path.join(out, "race-%s-%s.jsonl" % (args.workload, stamp))
     sampler = ke.Sampler(ke._shape.server_pid())
     rng = random.Random(args.seed)
