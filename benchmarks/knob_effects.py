@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -89,6 +90,37 @@ def set_key_cache(value, node=_shape.BENCH_NODE):
         _CAPACITIES[node.name] = cache_capacities(node)
     _key, row, counter = _CAPACITIES[node.name]
     nodetool("setcachecapacity", value, row, counter, node=node)
+
+
+def size_mib(text):
+    """MiB of a cassandra.yaml data size or a heap size: 64MiB, 1GiB, 512M, 1G, or a bare number of MiB."""
+    match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B?)?\s*$", str(text), re.IGNORECASE)
+    if not match:
+        raise ValueError("not a size in MiB, KiB or GiB: %r" % (text,))
+    unit = (match.group(2) or "M")[0].upper()
+    return float(match.group(1)) * {"K": 1 / 1024.0, "M": 1.0, "G": 1024.0}[unit]
+
+
+def configured_key_cache(settings, heap):
+    """The key cache capacity (MiB) a node starts with: its cassandra.yaml key_cache_size, else Cassandra's own
+    default for its heap, the smaller of 5 % of the heap and 100 MiB (at least 1)."""
+    if settings.get("key_cache_size") not in (None, ""):
+        return int(round(size_mib(settings["key_cache_size"])))
+    return max(1, min(int(size_mib(heap) * 0.05), 100))
+
+
+def defaults_key_cache(node=_shape.BENCH_NODE, log=print):
+    """The key cache of the defaults: the one the node is configured to start with. A run before may have left
+    another capacity on the running node (set live, kept until a restart); it is set back, and said."""
+    configured = configured_key_cache(*_shape.node_settings(node))
+    found = cache_capacities(node)[0]
+    if found != configured:
+        log(
+            "%s: key cache %d MiB found, left by a run before; set back to its configured %d MiB"
+            % (node.name, found, configured)
+        )
+        set_key_cache(configured, node)
+    return configured
 
 
 def set_row_cache(value):

@@ -632,7 +632,7 @@ def main(argv=None):
         for node in NODES:
             with open(conf_file(node), encoding="utf-8") as handle:
                 conf_texts[node.name] = handle.read()
-        key_cache = {node.name: ke.cache_capacities(node)[0] for node in NODES}
+        key_cache = {node.name: ke.defaults_key_cache(node, log=log) for node in NODES}
         static_config = static_configuration(args, args.phases) if "static" in args.arms else {}
         if static_config:
             log("static-optimized on the surrogate: %s" % json.dumps(static_config, sort_keys=True))

@@ -163,9 +163,9 @@ def main(argv=None):
     out, stamp, log, server_cpus = ke._shape.start_run("shape-racing")
     ke._shape.ensure_loaded(args.records, log=log)
     log(ke._shape.describe())
-    key_cache_mb = ke.current_value("key_cache_size")
+    key_cache_mb = ke.defaults_key_cache(log=log)
     race = make_race(args.workload, args.budget, args.seed, args.first_test, key_cache_mb)
-    reset = race.initial[0]  # the node's defaults, its key cache as found: what every table's windows set back
+    reset = race.initial[0]  # the node's defaults, its configured key cache: what every table's windows set back
     history = args.history or os.path.join(out, "race-%s-%s.jsonl" % (args.workload, stamp))
     sampler = ke.Sampler(ke._shape.server_pid())
     rng = random.Random(args.seed)

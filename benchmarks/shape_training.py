@@ -279,7 +279,7 @@ def main(argv=None):
     out, stamp, log, server_cpus = ke._shape.start_run("shape-training")
     ke._shape.ensure_loaded(args.records, log=log)
     log(ke._shape.describe())
-    key_cache_mb = ke.current_value("key_cache_size")
+    key_cache_mb = ke.defaults_key_cache(log=log)
     sampler = ke.Sampler(ke._shape.server_pid())
     written = 0
     warmup = args.warmup_s

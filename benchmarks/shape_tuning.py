@@ -874,7 +874,7 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
         changes["compaction"].update({t: ke._shape.table_compaction(t, tuned) for t in tuned.tables.values()})
     shape = ke._shape.describe()
     log(shape)
-    defaults = dict(st.DEFAULTS, key_cache_size=ke.current_value("key_cache_size"))
+    defaults = dict(st.DEFAULTS, key_cache_size=ke.defaults_key_cache(log=log))
     samplers = {node.name: ke.Sampler(ke._shape.server_pid(node), node.group) for node in nodes}
     results = []
     began = time.monotonic()

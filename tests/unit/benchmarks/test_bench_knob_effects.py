@@ -343,3 +343,45 @@ def test_the_hot_set_workloads_send_nine_in_ten_operations_to_one_row_in_a_hundr
         props = bench.client_params(spec, "usertable", 60, 64, 4000000)["properties"]
         assert props["requestdistribution"] == "hotspot" and props["hotspotdatafraction"] == 0.01
         assert props["hotspotopnfraction"] == 0.9 and bench.WORKLOADS[spec]["workload"] == letter
+
+
+@pytest.mark.parametrize(
+    "text, mib",
+    [("64MiB", 64.0), ("1G", 1024.0), ("512M", 512.0), ("1GiB", 1024.0), ("2048KiB", 2.0), ("100", 100.0)],
+)
+def test_size_mib_reads_data_and_heap_sizes(text, mib):
+    assert bench.size_mib(text) == mib
+
+
+def test_size_mib_names_what_it_cannot_read():
+    with pytest.raises(ValueError, match="lots"):
+        bench.size_mib("lots")
+
+
+def test_configured_key_cache_is_cassandras_default_for_the_heap_unless_set():
+    assert bench.configured_key_cache({}, "1G") == 51
+    assert bench.configured_key_cache({}, "4G") == 100
+    assert bench.configured_key_cache({"key_cache_size": ""}, "512M") == 25
+    assert bench.configured_key_cache({"key_cache_size": "0MiB"}, "1G") == 0
+    assert bench.configured_key_cache({"key_cache_size": "64MiB"}, "1G") == 64
+
+
+def test_defaults_key_cache_sets_back_what_a_run_before_left(monkeypatch):
+    node = types.SimpleNamespace(name="bench-cassandra1")
+    said, set_to = [], []
+    monkeypatch.setattr(bench._shape, "node_settings", lambda _node: ({}, "1G"))
+    monkeypatch.setattr(bench, "cache_capacities", lambda _node: (206, 16, 0))
+    monkeypatch.setattr(bench, "set_key_cache", lambda value, _node: set_to.append(value))
+    assert bench.defaults_key_cache(node, log=said.append) == 51
+    assert set_to == [51]
+    assert "206 MiB found" in said[0] and "configured 51 MiB" in said[0]
+
+
+def test_defaults_key_cache_leaves_a_node_that_has_it(monkeypatch):
+    node = types.SimpleNamespace(name="bench-cassandra1")
+    said, set_to = [], []
+    monkeypatch.setattr(bench._shape, "node_settings", lambda _node: ({}, "1G"))
+    monkeypatch.setattr(bench, "cache_capacities", lambda _node: (51, 16, 0))
+    monkeypatch.setattr(bench, "set_key_cache", lambda value, _node: set_to.append(value))
+    assert bench.defaults_key_cache(node, log=said.append) == 51
+    assert set_to == [] and said == []
