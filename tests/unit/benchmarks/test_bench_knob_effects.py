@@ -366,22 +366,14 @@ def test_configured_key_cache_is_cassandras_default_for_the_heap_unless_set():
     assert bench.configured_key_cache({"key_cache_size": "64MiB"}, "1G") == 64
 
 
-def test_defaults_key_cache_sets_back_what_a_run_before_left(monkeypatch):
+@pytest.mark.parametrize("found, set_back", [(206, [51]), (51, [])])
+def test_defaults_key_cache_sets_back_only_what_a_run_before_left(monkeypatch, found, set_back):
     node = types.SimpleNamespace(name="bench-cassandra1")
     said, set_to = [], []
     monkeypatch.setattr(bench._shape, "node_settings", lambda _node: ({}, "1G"))
-    monkeypatch.setattr(bench, "cache_capacities", lambda _node: (206, 16, 0))
+    monkeypatch.setattr(bench, "cache_capacities", lambda _node: (found, 16, 0))
     monkeypatch.setattr(bench, "set_key_cache", lambda value, _node: set_to.append(value))
     assert bench.defaults_key_cache(node, log=said.append) == 51
-    assert set_to == [51]
-    assert "206 MiB found" in said[0] and "configured 51 MiB" in said[0]
-
-
-def test_defaults_key_cache_leaves_a_node_that_has_it(monkeypatch):
-    node = types.SimpleNamespace(name="bench-cassandra1")
-    said, set_to = [], []
-    monkeypatch.setattr(bench._shape, "node_settings", lambda _node: ({}, "1G"))
-    monkeypatch.setattr(bench, "cache_capacities", lambda _node: (51, 16, 0))
-    monkeypatch.setattr(bench, "set_key_cache", lambda value, _node: set_to.append(value))
-    assert bench.defaults_key_cache(node, log=said.append) == 51
-    assert set_to == [] and said == []
+    assert set_to == set_back
+    assert len(said) == len(set_back)
+    assert all("%d MiB found" % found in text and "configured 51 MiB" in text for text in said)
