@@ -6,6 +6,7 @@ and CQL against it. Import after _common.use_collection(integration=True)."""
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import datetime
 import glob
@@ -114,10 +115,43 @@ def start_run(kind, out=None):
     # kill -TERM <pid> ends a run as Ctrl-C does, through its cleanup (knobs, tables and nodes put back); a run
     # started in the background ignores SIGINT.
     signal.signal(signal.SIGTERM, _interrupted)
+    # A client runs in a thread that waits on its process; a run ended early would leave that load on the node.
+    atexit.register(stop_descendants)
     out = out or os.path.join(BENCH, kind)
     os.makedirs(out, exist_ok=True)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     return out, stamp, stamped_log(os.path.join(out, "%s-%s.log" % (kind, stamp))), server_cpus
+
+
+def descendants(pid=None, proc="/proc"):
+    """PIDs of the processes below pid (default: this one), children first."""
+    parents = {}
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, entry, "stat"), encoding="utf-8") as handle:
+                state, parent = handle.read().rsplit(")", 1)[1].split()[:2]
+        except (OSError, ValueError):
+            continue  # ended while read
+        if state != "Z":  # a zombie has ended already
+            parents.setdefault(int(parent), []).append(int(entry))
+    found, todo = [], [pid or os.getpid()]
+    while todo:
+        children = parents.get(todo.pop(0), [])
+        found.extend(children)
+        todo.extend(children)
+    return found
+
+
+def stop_descendants(log=print):
+    """SIGTERM to every process this run started that still runs (a client's load driver)."""
+    for child in descendants():
+        try:
+            os.kill(child, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+        log("stopped process %d, still running at the end of the run" % child)
 
 
 def password():
@@ -135,6 +169,23 @@ def cql_execute(statement, timeout=120, node=BENCH_NODE):
         return list(session.execute(statement, timeout=timeout))
     finally:
         cluster.shutdown()
+
+
+def reprepare(table, node=BENCH_NODE):
+    """Make every client re-prepare its statements on the table. A prepared statement keeps the table's options of
+    the moment it was prepared, and ALTER TABLE ... WITH caching does not invalidate it: reads prepared before the
+    change never fill a row cache switched on after it (traced: "not populating cache as query does not query from
+    the start of the partition"). A change of gc_grace_seconds does invalidate them: it is raised by one second and
+    set back (a longer grace is never less safe); the drivers re-prepare on their next execution."""
+    keyspace, name = table.split(".", 1) if "." in table else (KEYSPACE, table)
+    rows = cql_execute(
+        "SELECT gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = '%s' AND table_name = '%s'"
+        % (keyspace, name),
+        node=node,
+    )
+    grace = rows[0].gc_grace_seconds
+    for value in (grace + 1, grace):
+        cql_execute("ALTER TABLE %s.%s WITH gc_grace_seconds = %d" % (keyspace, name, value), node=node)
 
 
 def table_state(table, node=BENCH_NODE):

@@ -134,6 +134,7 @@ def set_row_cache(value):
     _shape.cql_execute(
         "ALTER TABLE %s.usertable WITH caching = {'keys': 'ALL', 'rows_per_partition': '%s'}" % (KEYSPACE, rows)
     )
+    _shape.reprepare("usertable")
     if value:
         nodetool("setcachecapacity", key, value, counter)
     else:

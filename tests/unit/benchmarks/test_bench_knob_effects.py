@@ -121,14 +121,20 @@ def test_the_row_cache_is_turned_on_per_table_and_emptied_when_off(monkeypatch):
     calls = []
     monkeypatch.setattr(bench, "nodetool", lambda *args: calls.append(("nodetool",) + args) or "")
     monkeypatch.setattr(bench._shape, "cql_execute", lambda statement: calls.append(("cql", statement)))
+    monkeypatch.setattr(bench._shape, "reprepare", lambda table: calls.append(("reprepare", table)))
     monkeypatch.setitem(bench._CAPACITIES, bench._shape.BENCH_NODE.name, (51, 16, 25))
     bench.set_row_cache(256)
     assert "'rows_per_partition': 'ALL'" in calls[0][1]
-    assert calls[1] == ("nodetool", "setcachecapacity", 51, 256, 25)
+    # Reads prepared before the ALTER keep the old caching until the clients re-prepare them.
+    assert calls[1:] == [("reprepare", "usertable"), ("nodetool", "setcachecapacity", 51, 256, 25)]
     calls.clear()
     bench.set_row_cache(0)
     assert "'rows_per_partition': 'NONE'" in calls[0][1]
-    assert calls[1:] == [("nodetool", "invalidaterowcache"), ("nodetool", "setcachecapacity", 51, 16, 25)]
+    assert calls[1:] == [
+        ("reprepare", "usertable"),
+        ("nodetool", "invalidaterowcache"),
+        ("nodetool", "setcachecapacity", 51, 16, 25),
+    ]
     assert bench.LIVE_KNOBS["row_cache_size"][1:3] == (0, 256)
 
 
@@ -377,3 +383,27 @@ def test_defaults_key_cache_sets_back_only_what_a_run_before_left(monkeypatch, f
     assert set_to == set_back
     assert len(said) == len(set_back)
     assert all("%d MiB found" % found in text and "configured 51 MiB" in text for text in said)
+
+
+def test_descendants_are_found_below_the_process_and_zombies_left_out(tmp_path):
+    for pid, parent, state in ((10, 1, "S"), (11, 10, "S"), (12, 11, "S"), (13, 10, "Z"), (14, 2, "S")):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text("%d (java (x)) %s %d 0 0\n" % (pid, state, parent))
+    (tmp_path / "self").mkdir()
+    assert bench._shape.descendants(10, proc=str(tmp_path)) == [11, 12]
+
+
+def test_reprepare_raises_the_grace_by_a_second_and_sets_it_back(monkeypatch):
+    done = []
+
+    def cql(statement, node=None):
+        done.append(statement)
+        return [types.SimpleNamespace(gc_grace_seconds=864000)] if statement.startswith("SELECT") else []
+
+    monkeypatch.setattr(bench._shape, "cql_execute", cql)
+    bench._shape.reprepare("usertable")
+    assert "table_name = 'usertable'" in done[0] and "keyspace_name = 'tactician'" in done[0]
+    assert done[1:] == [
+        "ALTER TABLE tactician.usertable WITH gc_grace_seconds = 864001",
+        "ALTER TABLE tactician.usertable WITH gc_grace_seconds = 864000",
+    ]
