@@ -73,6 +73,11 @@ options:
     description:
       - "Caching of the table: C(keys) C(ALL) or C(NONE) (the key cache), C(rows_per_partition) C(ALL), C(NONE) or
         a number (the row cache)."
+      - A statement prepared before the change keeps the caching of the moment it was prepared, and a change of
+        caching alone does not invalidate it (reads prepared earlier would never fill a row cache switched on). So
+        when O(caching) changes and O(gc_grace_seconds) does not, the same ALTER TABLE holds gc_grace_seconds one
+        second longer and a second one sets it back, which makes every client re-prepare its statements on the
+        table; the result's C(warnings) say so.
     type: dict
   default_time_to_live:
     description: Default TTL of the rows written to the table, in seconds (C(0) means none).

@@ -273,6 +273,16 @@ def compaction_warning(keyspace, table):
     )
 
 
+def reprepare_note(keyspace, table):
+    """Why a caching change comes with a gc_grace_seconds change and back."""
+    return (
+        "caching of %s.%s changed: a statement prepared before keeps the caching of the moment it was prepared (a "
+        "change of caching alone does not invalidate it, so reads prepared earlier would never fill a row cache), "
+        "so gc_grace_seconds was raised by one second and set back, which makes every client re-prepare its "
+        "statements on the table on their next execution" % (keyspace, table)
+    )
+
+
 def wanted_columns(columns, primary_key, clustering_order=None):
     """Validated ({column: type}, [partition columns], [clustering columns], {column: ASC|DESC})."""
     if not isinstance(columns, dict) or not columns:
@@ -442,14 +452,25 @@ def ensure_table(
     if "compaction" in changes and current["compaction"].get("class") != changes["compaction"].get("class"):
         warnings.append(compaction_warning(keyspace, table))
     if changes:
+        written = dict(changes)
+        reprepare = "caching" in changes and "gc_grace_seconds" not in changes
+        if reprepare:
+            # Held one second longer for the moment between the two statements: a longer grace is never less safe.
+            written["gc_grace_seconds"] = int(current["gc_grace_seconds"]) + 1
         queries.append(
             "ALTER TABLE %s.%s WITH %s"
             % (
                 keyspace,
                 table,
-                " AND ".join(render_option(option, changes[option]) for option in TABLE_OPTIONS if option in changes),
+                " AND ".join(render_option(option, written[option]) for option in TABLE_OPTIONS if option in written),
             )
         )
+        if reprepare:
+            queries.append(
+                "ALTER TABLE %s.%s WITH %s"
+                % (keyspace, table, render_option("gc_grace_seconds", current["gc_grace_seconds"]))
+            )
+            warnings.append(reprepare_note(keyspace, table))
     execute(session, [] if check_mode else queries)
     if queries and not check_mode:
         after = read_table_options(session, keyspace, table) or after

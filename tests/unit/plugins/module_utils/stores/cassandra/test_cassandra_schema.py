@@ -297,6 +297,28 @@ def test_caching_merges_and_scalars_render():
     ]
 
 
+def test_a_caching_change_alone_makes_the_clients_re_prepare():
+    # A statement prepared before keeps the old caching, and only some changes (gc_grace_seconds among them)
+    # invalidate it: the grace is held one second longer with the caching, then set back.
+    session = session_with_table()
+    options = tables_mod.wanted_table_options(caching={"rows_per_partition": "ALL"})
+    result = tables_mod.ensure_table(session, "ks", "t", options=options)
+    assert result["queries"] == [
+        "ALTER TABLE ks.t WITH caching = {'keys': 'ALL', 'rows_per_partition': 'ALL'} AND gc_grace_seconds = 864001",
+        "ALTER TABLE ks.t WITH gc_grace_seconds = 864000",
+    ]
+    assert session.executed == result["queries"]
+    assert len(result["warnings"]) == 1 and "re-prepare" in result["warnings"][0]
+    assert result["diff"]["after"]["gc_grace_seconds"] == 864000
+    check = tables_mod.ensure_table(session_with_table(), "ks", "t", options=options, check_mode=True)
+    assert check["queries"] == result["queries"] and check["diff"]["after"]["gc_grace_seconds"] == 864000
+    # Already cached that way: nothing to do, nothing re-prepared.
+    again = tables_mod.ensure_table(
+        session_with_table(caching={"keys": "ALL", "rows_per_partition": "ALL"}), "ks", "t", options=options
+    )
+    assert again["queries"] == [] and again["warnings"] == []
+
+
 def test_bloom_filter_chance_compared_as_a_number():
     result = tables_mod.ensure_table(
         session_with_table(bloom_filter_fp_chance=0.1), "ks", "t", options={"bloom_filter_fp_chance": 0.1000000000001}
