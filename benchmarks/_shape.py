@@ -20,7 +20,7 @@ from _common import ROOT, stamped_log
 from ansible_run import run_playbook
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups, process
-from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import bulk
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import bulk, tables
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import state as cstate
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import run_nodetool
@@ -171,21 +171,14 @@ def cql_execute(statement, timeout=120, node=BENCH_NODE):
         cluster.shutdown()
 
 
-def reprepare(table, node=BENCH_NODE):
-    """Make every client re-prepare its statements on the table. A prepared statement keeps the table's options of
-    the moment it was prepared, and ALTER TABLE ... WITH caching does not invalidate it: reads prepared before the
-    change never fill a row cache switched on after it (traced: "not populating cache as query does not query from
-    the start of the partition"). A change of gc_grace_seconds does invalidate them: it is raised by one second and
-    set back (a longer grace is never less safe); the drivers re-prepare on their next execution."""
-    keyspace, name = table.split(".", 1) if "." in table else (KEYSPACE, table)
-    rows = cql_execute(
-        "SELECT gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = '%s' AND table_name = '%s'"
-        % (keyspace, name),
-        node=node,
-    )
-    grace = rows[0].gc_grace_seconds
-    for value in (grace + 1, grace):
-        cql_execute("ALTER TABLE %s.%s WITH gc_grace_seconds = %d" % (keyspace, name, value), node=node)
+def alter_table(table, node=BENCH_NODE, **options):
+    """Bring a table of the node's keyspace to these options through the collection's cassandra_table engine (one
+    ALTER TABLE, and for a caching change the clients made to re-prepare, as an operator's play would)."""
+    cluster, session = cql.connect(dict(login_hosts=[node.host], login_user="tactician", login_password=password()))
+    try:
+        return tables.ensure_table(session, KEYSPACE, table, options=tables.wanted_table_options(**options))
+    finally:
+        cluster.shutdown()
 
 
 def table_state(table, node=BENCH_NODE):

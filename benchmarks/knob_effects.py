@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import threading
 import time
@@ -45,6 +44,7 @@ import _shape
 from _shape import BENCH, CHUNK_TABLES, DATA_DIR, DRIVER, GROUP, KEYSPACE, nodetool, password
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups, process
+from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import designs, speed_probe
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import load_run as loadrun
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import loaddriver
@@ -82,6 +82,8 @@ def cache_capacities(node=_shape.BENCH_NODE):
 
 
 _CAPACITIES = {}
+# What the node's settings mean and default to (catalog/cassandra-5.0.yml).
+CATALOG = Catalog.for_store("cassandra")
 
 
 def set_key_cache(value, node=_shape.BENCH_NODE):
@@ -92,21 +94,12 @@ def set_key_cache(value, node=_shape.BENCH_NODE):
     nodetool("setcachecapacity", value, row, counter, node=node)
 
 
-def size_mib(text):
-    """MiB of a cassandra.yaml data size or a heap size: 64MiB, 1GiB, 512M, 1G, or a bare number of MiB."""
-    match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B?)?\s*$", str(text), re.IGNORECASE)
-    if not match:
-        raise ValueError("not a size in MiB, KiB or GiB: %r" % (text,))
-    unit = (match.group(2) or "M")[0].upper()
-    return float(match.group(1)) * {"K": 1 / 1024.0, "M": 1.0, "G": 1024.0}[unit]
-
-
 def configured_key_cache(settings, heap):
-    """The key cache capacity (MiB) a node starts with: its cassandra.yaml key_cache_size, else Cassandra's own
-    default for its heap, the smaller of 5 % of the heap and 100 MiB (at least 1)."""
+    """The key cache capacity (MiB) a node starts with: its cassandra.yaml key_cache_size, else the catalog's
+    default for its heap (Cassandra's: the smaller of 5 % of the heap and 100 MiB)."""
     if settings.get("key_cache_size") not in (None, ""):
-        return int(round(size_mib(settings["key_cache_size"])))
-    return max(1, min(int(size_mib(heap) * 0.05), 100))
+        return CATALOG.normalize("key_cache_size", settings["key_cache_size"])
+    return CATALOG.defaults(heap_mb=cgroups.parse_size(heap, "cassandra_node_heap_size") >> 20)["key_cache_size"]
 
 
 def defaults_key_cache(node=_shape.BENCH_NODE, log=print):
@@ -130,11 +123,7 @@ def set_row_cache(value):
     if _shape.BENCH_NODE.name not in _CAPACITIES:
         _CAPACITIES[_shape.BENCH_NODE.name] = cache_capacities()
     key, row, counter = _CAPACITIES[_shape.BENCH_NODE.name]
-    rows = "ALL" if value else "NONE"
-    _shape.cql_execute(
-        "ALTER TABLE %s.usertable WITH caching = {'keys': 'ALL', 'rows_per_partition': '%s'}" % (KEYSPACE, rows)
-    )
-    _shape.reprepare("usertable")
+    _shape.alter_table("usertable", caching={"keys": "ALL", "rows_per_partition": "ALL" if value else "NONE"})
     if value:
         nodetool("setcachecapacity", key, value, counter)
     else:

@@ -120,21 +120,16 @@ def test_a_live_knob_takes_its_candidate_from_the_command_line():
 def test_the_row_cache_is_turned_on_per_table_and_emptied_when_off(monkeypatch):
     calls = []
     monkeypatch.setattr(bench, "nodetool", lambda *args: calls.append(("nodetool",) + args) or "")
-    monkeypatch.setattr(bench._shape, "cql_execute", lambda statement: calls.append(("cql", statement)))
-    monkeypatch.setattr(bench._shape, "reprepare", lambda table: calls.append(("reprepare", table)))
+    # Through the collection's table engine, which makes the clients re-prepare after a caching change.
+    monkeypatch.setattr(bench._shape, "alter_table", lambda table, **options: calls.append(("alter", table, options)))
     monkeypatch.setitem(bench._CAPACITIES, bench._shape.BENCH_NODE.name, (51, 16, 25))
     bench.set_row_cache(256)
-    assert "'rows_per_partition': 'ALL'" in calls[0][1]
-    # Reads prepared before the ALTER keep the old caching until the clients re-prepare them.
-    assert calls[1:] == [("reprepare", "usertable"), ("nodetool", "setcachecapacity", 51, 256, 25)]
+    assert calls[0] == ("alter", "usertable", {"caching": {"keys": "ALL", "rows_per_partition": "ALL"}})
+    assert calls[1:] == [("nodetool", "setcachecapacity", 51, 256, 25)]
     calls.clear()
     bench.set_row_cache(0)
-    assert "'rows_per_partition': 'NONE'" in calls[0][1]
-    assert calls[1:] == [
-        ("reprepare", "usertable"),
-        ("nodetool", "invalidaterowcache"),
-        ("nodetool", "setcachecapacity", 51, 16, 25),
-    ]
+    assert calls[0] == ("alter", "usertable", {"caching": {"keys": "ALL", "rows_per_partition": "NONE"}})
+    assert calls[1:] == [("nodetool", "invalidaterowcache"), ("nodetool", "setcachecapacity", 51, 16, 25)]
     assert bench.LIVE_KNOBS["row_cache_size"][1:3] == (0, 256)
 
 
@@ -351,19 +346,6 @@ def test_the_hot_set_workloads_send_nine_in_ten_operations_to_one_row_in_a_hundr
         assert props["hotspotopnfraction"] == 0.9 and bench.WORKLOADS[spec]["workload"] == letter
 
 
-@pytest.mark.parametrize(
-    "text, mib",
-    [("64MiB", 64.0), ("1G", 1024.0), ("512M", 512.0), ("1GiB", 1024.0), ("2048KiB", 2.0), ("100", 100.0)],
-)
-def test_size_mib_reads_data_and_heap_sizes(text, mib):
-    assert bench.size_mib(text) == mib
-
-
-def test_size_mib_names_what_it_cannot_read():
-    with pytest.raises(ValueError, match="lots"):
-        bench.size_mib("lots")
-
-
 def test_configured_key_cache_is_cassandras_default_for_the_heap_unless_set():
     assert bench.configured_key_cache({}, "1G") == 51
     assert bench.configured_key_cache({}, "4G") == 100
@@ -391,19 +373,3 @@ def test_descendants_are_found_below_the_process_and_zombies_left_out(tmp_path):
         (tmp_path / str(pid) / "stat").write_text("%d (java (x)) %s %d 0 0\n" % (pid, state, parent))
     (tmp_path / "self").mkdir()
     assert bench._shape.descendants(10, proc=str(tmp_path)) == [11, 12]
-
-
-def test_reprepare_raises_the_grace_by_a_second_and_sets_it_back(monkeypatch):
-    done = []
-
-    def cql(statement, node=None):
-        done.append(statement)
-        return [types.SimpleNamespace(gc_grace_seconds=864000)] if statement.startswith("SELECT") else []
-
-    monkeypatch.setattr(bench._shape, "cql_execute", cql)
-    bench._shape.reprepare("usertable")
-    assert "table_name = 'usertable'" in done[0] and "keyspace_name = 'tactician'" in done[0]
-    assert done[1:] == [
-        "ALTER TABLE tactician.usertable WITH gc_grace_seconds = 864001",
-        "ALTER TABLE tactician.usertable WITH gc_grace_seconds = 864000",
-    ]
