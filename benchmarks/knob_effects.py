@@ -81,17 +81,25 @@ def cache_capacities(node=_shape.BENCH_NODE):
     return int(round(found["Key"])), int(round(found["Row"])), int(round(found["Counter"]))
 
 
-_CAPACITIES = {}
+_CAPACITIES = {}  # node name: (key, row, counter) MiB, as the node started (read once)
+_CURRENT = {}  # node name: the capacities this run set last
 # What the node's settings mean and default to (catalog/cassandra-5.0.yml).
 CATALOG = Catalog.for_store("cassandra")
 
 
-def set_key_cache(value, node=_shape.BENCH_NODE):
-    """setcachecapacity sets the three caches at once: the row and counter caches keep the capacities read once."""
+def set_capacities(node, key=None, row=None):
+    """nodetool setcachecapacity sets the three caches at once: the one not given keeps what this run set last
+    (at first what the node had)."""
     if node.name not in _CAPACITIES:
         _CAPACITIES[node.name] = cache_capacities(node)
-    _key, row, counter = _CAPACITIES[node.name]
-    nodetool("setcachecapacity", value, row, counter, node=node)
+    now_key, now_row, counter = _CURRENT.get(node.name, _CAPACITIES[node.name])
+    wanted = (now_key if key is None else int(key), now_row if row is None else int(row), counter)
+    nodetool("setcachecapacity", *wanted, node=node)
+    _CURRENT[node.name] = wanted
+
+
+def set_key_cache(value, node=_shape.BENCH_NODE):
+    set_capacities(node, key=value)
 
 
 def configured_key_cache(settings, heap):
@@ -116,19 +124,21 @@ def defaults_key_cache(node=_shape.BENCH_NODE, log=print):
     return configured
 
 
-def set_row_cache(value):
-    """The table's row cache on (value MiB of capacity, every row of a partition cached) or off (0: the table's
-    default caching, the cache emptied so that its memory goes back to the page cache). Live only when the node
-    started with row_cache_size above 0 (the bench inventory's 16 MiB): with 0 the node has no row cache to size."""
-    if _shape.BENCH_NODE.name not in _CAPACITIES:
-        _CAPACITIES[_shape.BENCH_NODE.name] = cache_capacities()
-    key, row, counter = _CAPACITIES[_shape.BENCH_NODE.name]
-    _shape.alter_table("usertable", caching={"keys": "ALL", "rows_per_partition": "ALL" if value else "NONE"})
+def set_row_cache(value, node=None, tables=("usertable",)):
+    """The tables' row cache on (value MiB of capacity, every row of a partition cached) or off (0: the tables'
+    default caching, the cache emptied so that its memory goes back to the page cache, and the node's own
+    capacity set back). Live only when the node started with row_cache_size above 0 (the bench inventory's 16
+    MiB): with 0 the node has no row cache to size."""
+    node = node or _shape.BENCH_NODE
+    if node.name not in _CAPACITIES:
+        _CAPACITIES[node.name] = cache_capacities(node)
+    for table in tables:
+        _shape.alter_table(table, node=node, caching={"keys": "ALL", "rows_per_partition": "ALL" if value else "NONE"})
     if value:
-        nodetool("setcachecapacity", key, value, counter)
+        set_capacities(node, row=value)
     else:
-        nodetool("invalidaterowcache")
-        nodetool("setcachecapacity", key, row, counter)
+        nodetool("invalidaterowcache", node=node)
+        set_capacities(node, row=_CAPACITIES[node.name][1])
 
 
 def read_ahead_file():
@@ -207,8 +217,10 @@ def knob_candidate(spec, default):
 
 def current_value(knob):
     if knob == "key_cache_size":
-        _CAPACITIES[_shape.BENCH_NODE.name] = cache_capacities()
-        return _CAPACITIES[_shape.BENCH_NODE.name][0]
+        found = cache_capacities()
+        _CAPACITIES.setdefault(_shape.BENCH_NODE.name, found)
+        _CURRENT[_shape.BENCH_NODE.name] = found
+        return found[0]
     if knob == "read_ahead_kb":
         with open(read_ahead_file()) as handle:
             return int(handle.read())

@@ -22,6 +22,12 @@ side-by-side runs search was fitted on 16 windows of workload B (8 per table) an
         --table-state --raced .lab/bench/shape-racing/race-b-<stamp>.jsonl
     .venv/bin/python benchmarks/shape_racing.py --dry-run --budget 16    # the race on a made-up response, no node
 
+--row-cache puts the twin tables' row cache in the space too (0-256 MiB, off in the defaults as in Cassandra's
+and cassandra_latest.yaml's): the knob with the largest measured effect on this node shape (docs/benchmarks.md,
+"The row cache, filled at last"). Every switch of it alters both tables' caching, so the clients re-prepare; a
+window that turns it on starts with an empty cache (--settle-s is the only fill it gets), and turning it off
+leaves the node's page cache smaller for a while: the race's windows carry that state, as its drift.
+
 The race's history (tactician.race/v1, as tune.yml writes) is the input of shape_tuning.py --raced, which re-measures
 the race's best beside the defaults and the surrogate + GA's configuration in a run that took no part in either.
 """
@@ -46,10 +52,11 @@ from ansible_collections.tactician.nosql.plugins.module_utils.trials import spee
 CHUNKS = (4, 16)
 
 
-def make_race(spec, budget, seed, first_test, key_cache_mb):
-    """The race over the live knobs and the twin tables' chunk length, the defaults (16 KiB) seeded in."""
-    ranges = dict(st.RANGES, **{st.CHUNK: [min(CHUNKS), max(CHUNKS)]})
-    defaults = dict(st.DEFAULTS, key_cache_size=key_cache_mb, **{st.CHUNK: 16})
+def make_race(spec, budget, seed, first_test, key_cache_mb, row_cache=False):
+    """The race over the live knobs and the twin tables' chunk length, the defaults (16 KiB) seeded in; with
+    row_cache, the twin tables' row cache too (off in the defaults)."""
+    ranges = dict(st.design_ranges(row_cache), **{st.CHUNK: [min(CHUNKS), max(CHUNKS)]})
+    defaults = dict(st.design_defaults(key_cache_mb, row_cache), **{st.CHUNK: 16})
     space = surrogate_features.FeatureSpace(
         catalog.Catalog.for_store("cassandra", "5.0"), list(ranges), ranges=ranges, defaults=defaults
     )
@@ -83,6 +90,7 @@ def race_best(path):
         header["seed"],
         header["first_test"],
         header["initial"][0]["key_cache_size"],
+        row_cache=st.ROW_CACHE in header["initial"][0],
     )
     pending, result = race.ask(history)
     if pending:
@@ -93,7 +101,7 @@ def race_best(path):
 
 
 def live_part(config):
-    return {k: int(v) for k, v in config.items() if k in st.RANGES}
+    return {k: int(v) for k, v in config.items() if k in st.LIVE_KNOBS}
 
 
 def measure(spec, pending, args, sampler, probe, log, warm, rng, reset):
@@ -122,10 +130,12 @@ def measure(spec, pending, args, sampler, probe, log, warm, rng, reset):
 
 
 def made_up(config, instance):
-    """--dry-run's response: 4 KiB chunks +20 %, concurrent_reads below 20 -25 %, 5 % noise per window."""
+    """--dry-run's response: 4 KiB chunks +20 %, concurrent_reads below 20 -25 %, a row cache of 64 MiB or more
+    +25 %, 5 % noise per window."""
     rng = random.Random(json.dumps([config, instance], sort_keys=True, default=str))
     value = 3000.0 * (1.2 if int(config[st.CHUNK]) == 4 else 1.0)
     value *= 0.75 if int(config["concurrent_reads"]) < 20 else 1.0
+    value *= 1.25 if int(config.get(st.ROW_CACHE, 0)) >= 64 else 1.0
     return value * rng.gauss(1.0, 0.05)
 
 
@@ -143,6 +153,12 @@ def parse_args(argv):
     parser.add_argument("--threads", type=int, default=64)
     parser.add_argument("--history", default=None, help="the race's history (default: a new file in the run folder)")
     parser.add_argument("--dry-run", action="store_true", help="race a made-up response; no node needed")
+    parser.add_argument(
+        "--row-cache",
+        action="store_true",
+        help="the twin tables' row cache in the space too (%s %d-%d MiB, off in the defaults)"
+        % (st.ROW_CACHE, st.ROW_CACHE_RANGE[0], st.ROW_CACHE_RANGE[1]),
+    )
     args = parser.parse_args(argv)
     if args.workload not in ke.WORKLOADS:
         parser.error("--workload: %r is not allowed; choose from %s" % (args.workload, ", ".join(ke.WORKLOADS)))
@@ -156,7 +172,7 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     if args.dry_run:
-        race = make_race(args.workload, args.budget, args.seed, args.first_test, 51)
+        race = make_race(args.workload, args.budget, args.seed, args.first_test, 51, args.row_cache)
         result = race.run(made_up, args.history)
         print(json.dumps({k: result[k] for k in ("best", "elites", "configurations", "evaluations")}, indent=1))
         return 0
@@ -164,7 +180,7 @@ def main(argv=None):
     ke._shape.ensure_loaded(args.records, log=log)
     log(ke._shape.describe())
     key_cache_mb = ke.defaults_key_cache(log=log)
-    race = make_race(args.workload, args.budget, args.seed, args.first_test, key_cache_mb)
+    race = make_race(args.workload, args.budget, args.seed, args.first_test, key_cache_mb, args.row_cache)
     reset = race.initial[0]  # the node's defaults, its configured key cache: what every table's windows set back
     history = args.history or os.path.join(out, "race-%s-%s.jsonl" % (args.workload, stamp))
     sampler = ke.Sampler(ke._shape.server_pid())

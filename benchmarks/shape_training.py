@@ -18,6 +18,10 @@ the throughput.
     .venv/bin/python benchmarks/surrogate_accuracy.py --dataset .lab/bench/datasets/cassandra-shape.jsonl
     .venv/bin/python benchmarks/shape_training.py --fit-only --model catalog/models/cassandra-shape.json
 
+--row-cache puts the twin tables' row cache in the design too (0-256 MiB, off in the defaults): each window that
+changes it alters both tables' caching (the clients re-prepare) and starts with the cache as the window before left
+it, which the defaults' windows in between measure as drift.
+
 Each (workload, table) takes warm-up + windows x (settle + window) seconds, with configs - 1 windows of the
 design and one of the defaults every --defaults-every - 1 of them, first and last: with 7 configurations and the
 defaults every third window, 10 windows, about 11 minutes of 60 s windows after the warm-up.
@@ -48,6 +52,21 @@ RANGES = {
 }
 DEFAULTS = {"concurrent_reads": 32, "compaction_throughput": 64}
 CHUNK = "compression.chunk_length_in_kb"
+# With --row-cache: the row cache of the twin tables, off in the defaults (Cassandra's; cassandra_latest.yaml's
+# too). Each switch alters both tables' caching, which makes the clients re-prepare (knob_effects.set_row_cache).
+ROW_CACHE = "row_cache_size"
+ROW_CACHE_RANGE = [0, 256]
+LIVE_KNOBS = (*RANGES, ROW_CACHE)
+
+
+def design_ranges(row_cache=False):
+    """The live knobs' ranges of a design, the row cache's among them when asked for."""
+    return dict(RANGES, **({ROW_CACHE: ROW_CACHE_RANGE} if row_cache else {}))
+
+
+def design_defaults(key_cache_mb, row_cache=False):
+    """The defaults of a design: the node's configured key cache, the row cache off when it is in the design."""
+    return dict(DEFAULTS, key_cache_size=key_cache_mb, **({ROW_CACHE: 0} if row_cache else {}))
 
 
 def apply_config(config, node=None):
@@ -62,17 +81,20 @@ def apply_config(config, node=None):
             ke.nodetool("setconcurrency", "MutationStage", int(value), node=node)
         elif name == "compaction_throughput":
             ke.nodetool("setcompactionthroughput", int(value), node=node)
+        elif name == ROW_CACHE:
+            ke.set_row_cache(int(value), node, tables=sorted(set(node.tables.values())))
         else:
-            raise SystemExit("%s: not a live knob of this design (%s)" % (name, ", ".join(RANGES)))
+            raise SystemExit("%s: not a live knob of this design (%s)" % (name, ", ".join(LIVE_KNOBS)))
 
 
-def live_design(count, seed, key_cache_mb):
+def live_design(count, seed, key_cache_mb, row_cache=False):
     """count configurations of the live knobs, the defaults first: a D-optimal design with quadratic terms."""
+    ranges = design_ranges(row_cache)
     space = surrogate_features.FeatureSpace(
         catalog.Catalog.for_store("cassandra", "5.0"),
-        list(RANGES),
-        ranges=RANGES,
-        defaults=dict(DEFAULTS, key_cache_size=key_cache_mb),
+        list(ranges),
+        ranges=ranges,
+        defaults=design_defaults(key_cache_mb, row_cache),
     )
     found = surrogate_design.design(space, count, method="d_optimal", seed=seed, terms="quadratic")
     return [{k: int(round(float(v))) for k, v in point.items()} for point in found["points"]]
@@ -230,6 +252,12 @@ def parse_args(argv):
         help="fit the surrogate on the dataset and save it here, its rows beside it (NAME.dataset.jsonl)",
     )
     parser.add_argument("--fit-only", action="store_true", help="measure nothing: fit the dataset (needs --model)")
+    parser.add_argument(
+        "--row-cache",
+        action="store_true",
+        help="the twin tables' row cache in the design too (%s %d-%d MiB, off in the defaults)"
+        % (ROW_CACHE, ROW_CACHE_RANGE[0], ROW_CACHE_RANGE[1]),
+    )
     args = parser.parse_args(argv)
     args.workloads = args.workloads.split(",")
     for name in args.workloads:
@@ -254,6 +282,7 @@ def parse_args(argv):
 def fit(dataset, model_file, log=print):
     """Fit the surrogate on the dataset's rows, save it to model_file and the rows beside it; the summary lines."""
     rows = modeling.read_dataset(dataset)
+    row_cache = any(ROW_CACHE in row["config"] for row in rows)
     hardware = modelstore.hardware_profile(name="bench-shape", vcpu=1, ram_gb=2.0, heap_mb=1024)
     _doc, _evaluation, summary = modeling.fit_surrogate(
         rows,
@@ -261,8 +290,8 @@ def fit(dataset, model_file, log=print):
         "5.0",
         hardware,
         model_file=model_file,
-        ranges=dict(RANGES, **{CHUNK: [min(ke.CHUNK_TABLES), max(ke.CHUNK_TABLES)]}),
-        defaults={"key_cache_size": 51},
+        ranges=dict(design_ranges(row_cache), **{CHUNK: [min(ke.CHUNK_TABLES), max(ke.CHUNK_TABLES)]}),
+        defaults={"key_cache_size": 51, **({ROW_CACHE: 0} if row_cache else {})},
     )
     base = model_file[: -len(".json")] if model_file.endswith(".json") else model_file
     shutil.copyfile(dataset, base + ".dataset.jsonl")
@@ -293,7 +322,7 @@ def main(argv=None):
                 warmup = args.warmup_s
             for c_index, chunk_kb in enumerate(args.chunks):
                 seed = args.seed + 10 * w_index + c_index
-                configs = live_design(args.configs, seed, key_cache_mb)
+                configs = live_design(args.configs, seed, key_cache_mb, args.row_cache)
                 measured = run_table(spec, chunk_kb, configs, args, sampler, probe, log, warmup)
                 warmup = args.rewarm_s
                 reference = configs[0] if args.defaults_every else None

@@ -796,8 +796,11 @@ def parse_args(argv):
 def arm_configs(args, defaults, tuned, raced=None):
     """{arm: configuration} of a run, in the order of its phases: the defaults (on the 16 KiB table), the tuned
     configuration (unless --no-tuned), a phase per --ucs and --node-phase value on the tuned node, the latest
-    node's (--latest), and the defaults again."""
+    node's (--latest), and the defaults again. A raced configuration with the row cache on makes the row cache
+    part of every arm: off in the others (the tuned node serves the node A/A and the other phases after it)."""
     base = dict(defaults, **{st.CHUNK: 16})
+    if raced is not None and raced.get(st.ROW_CACHE):
+        base[st.ROW_CACHE] = 0
     configs = {"defaults": base}
     if not args.no_tuned:
         configs["tuned"] = dict(tuned, node=TUNED) if args.tuned_node else tuned
@@ -829,6 +832,10 @@ def tuned_node_restored(log, stopping=()):
             ke._shape.cql_execute(
                 "ALTER TABLE %s.%s WITH compaction = %s" % (ke._shape.KEYSPACE, table, options), node=tuned
             )
+        if changes.get("row_cache"):
+            # The tables' caching is in the node's schema, which outlives a stop: a later run must not find it on.
+            log("switching the row cache of %s off" % tuned.name)
+            st.apply_config({st.ROW_CACHE: 0}, tuned)
         restarted = changes["restart"]
         if (restarted.get("settings") or restarted.get("heap")) and tuned not in stopping:
             log("restarting %s with its own settings" % tuned.name)
@@ -891,6 +898,8 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
                     % (spec, raced, race["best"]["mean"], race["best"]["instances"], race["evaluations"])
                 )
             configs = arm_configs(args, defaults, config, raced)
+            if raced and raced.get(st.ROW_CACHE) and changes is not None:
+                changes["row_cache"] = True
             base = configs["defaults"]
             work = st.workload_row(spec, args.records, args.threads)
             work.pop("name")

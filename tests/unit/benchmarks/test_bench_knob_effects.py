@@ -119,10 +119,13 @@ def test_a_live_knob_takes_its_candidate_from_the_command_line():
 
 def test_the_row_cache_is_turned_on_per_table_and_emptied_when_off(monkeypatch):
     calls = []
-    monkeypatch.setattr(bench, "nodetool", lambda *args: calls.append(("nodetool",) + args) or "")
+    monkeypatch.setattr(bench, "nodetool", lambda *args, **kw: calls.append(("nodetool",) + args) or "")
     # Through the collection's table engine, which makes the clients re-prepare after a caching change.
-    monkeypatch.setattr(bench._shape, "alter_table", lambda table, **options: calls.append(("alter", table, options)))
+    monkeypatch.setattr(
+        bench._shape, "alter_table", lambda table, node=None, **options: calls.append(("alter", table, options))
+    )
     monkeypatch.setitem(bench._CAPACITIES, bench._shape.BENCH_NODE.name, (51, 16, 25))
+    monkeypatch.setattr(bench, "_CURRENT", {})
     bench.set_row_cache(256)
     assert calls[0] == ("alter", "usertable", {"caching": {"keys": "ALL", "rows_per_partition": "ALL"}})
     assert calls[1:] == [("nodetool", "setcachecapacity", 51, 256, 25)]
@@ -131,6 +134,23 @@ def test_the_row_cache_is_turned_on_per_table_and_emptied_when_off(monkeypatch):
     assert calls[0] == ("alter", "usertable", {"caching": {"keys": "ALL", "rows_per_partition": "NONE"}})
     assert calls[1:] == [("nodetool", "invalidaterowcache"), ("nodetool", "setcachecapacity", 51, 16, 25)]
     assert bench.LIVE_KNOBS["row_cache_size"][1:3] == (0, 256)
+
+
+def test_the_key_and_row_caches_keep_each_other_when_set(monkeypatch):
+    # setcachecapacity sets the three capacities at once: a key cache set after the row cache keeps the row cache.
+    calls = []
+    monkeypatch.setattr(bench, "nodetool", lambda *args, **kw: calls.append(args) or "")
+    monkeypatch.setattr(bench._shape, "alter_table", lambda table, node=None, **options: None)
+    monkeypatch.setitem(bench._CAPACITIES, bench._shape.BENCH_NODE.name, (51, 16, 25))
+    monkeypatch.setattr(bench, "_CURRENT", {})
+    bench.set_row_cache(128, tables=("usertable", "usertable_c4"))
+    bench.set_key_cache(0)
+    bench.set_row_cache(64)
+    assert [c for c in calls if c[0] == "setcachecapacity"] == [
+        ("setcachecapacity", 51, 128, 25),
+        ("setcachecapacity", 0, 128, 25),
+        ("setcachecapacity", 0, 64, 25),
+    ]
 
 
 class _Group:

@@ -99,3 +99,21 @@ def test_the_evaluations_are_measured_table_by_table_the_warm_one_first(monkeypa
     assert all(back == {**st.DEFAULTS, "key_cache_size": 51} and label == "race" for _c, _w, back, label in calls)
     assert sorted((c[st.CHUNK], index) for c, index, _r in done) == [(4, 0), (4, 1), (16, 0)]
     assert warm == {"table": 4}
+
+
+def test_with_the_row_cache_the_race_searches_it_and_every_other_arm_turns_it_off(tmp_path):
+    history = str(tmp_path / "race.jsonl")
+    race = bench.make_race("b", 24, 0, 2, 51, row_cache=True)
+    assert race.initial[0][st.ROW_CACHE] == 0
+    race.run(bench.made_up, history)
+    best, _found = bench.race_best(history)  # the header says the row cache was in the space
+    assert st.ROW_CACHE in best
+    assert bench.live_part(dict(best)) == {k: v for k, v in best.items() if k != st.CHUNK}
+    args = shape_tuning.parse_args(["--design", "concurrent", "--rounds", "4", "--raced", history])
+    defaults = {"concurrent_reads": 32, "compaction_throughput": 64, "key_cache_size": 51}
+    raced = dict(best, **{st.ROW_CACHE: 128})
+    configs = shape_tuning.arm_configs(args, defaults, dict(defaults, **{st.CHUNK: 4}), raced)
+    # The tuned node serves the node A/A with the defaults: they turn the raced arm's row cache off.
+    assert configs["defaults"][st.ROW_CACHE] == 0 and configs["raced"][st.ROW_CACHE] == 128
+    plain = shape_tuning.arm_configs(args, defaults, dict(defaults, **{st.CHUNK: 4}), dict(raced, row_cache_size=0))
+    assert st.ROW_CACHE not in plain["defaults"]

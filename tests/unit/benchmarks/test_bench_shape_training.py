@@ -149,3 +149,18 @@ def test_a_table_run_sets_each_configuration_then_the_reset_and_keeps_one_record
     monkeypatch.setattr(_Client, "is_alive", lambda self: False)
     out = bench.table_windows("b", 16, configs, args, _Sampler(), probe, 0, {"concurrent_reads": 32})
     assert [c for c, _r in out] == [configs[0]] and applied == [configs[0], {"concurrent_reads": 32}]
+
+
+def test_the_row_cache_joins_the_design_off_in_the_defaults_and_is_set_on_both_twin_tables(monkeypatch):
+    configs = bench.live_design(8, 0, 51, row_cache=True)
+    assert configs[0] == {"concurrent_reads": 32, "key_cache_size": 51, "compaction_throughput": 64, "row_cache_size": 0}
+    assert all(0 <= c["row_cache_size"] <= 256 for c in configs)
+    assert any(c["row_cache_size"] > 0 for c in configs)
+    assert bench.parse_args(["--row-cache"]).row_cache and not bench.parse_args([]).row_cache
+    calls = []
+    monkeypatch.setattr(bench.ke, "set_row_cache", lambda value, node, tables: calls.append((value, node, tables)))
+    node = bench.ke._shape.BENCH_NODE
+    bench.apply_config({"row_cache_size": 128}, node)
+    assert calls == [(128, node, sorted(set(node.tables.values())))]
+    with pytest.raises(SystemExit, match="row_cache_size"):
+        bench.apply_config({"row_cache": 1}, node)

@@ -503,3 +503,13 @@ def test_compact_first_compacts_every_table_an_arm_reads_once_and_prices_it(monk
     )
     with pytest.raises(SystemExit):
         bench.parse_args(["--rounds", "2", "--compact-first"])
+
+
+def test_a_row_cache_a_run_turned_on_is_turned_off_at_its_end_even_on_a_node_it_stops(monkeypatch):
+    applied = []
+    monkeypatch.setattr(bench.st, "apply_config", lambda config, node=None: applied.append((node.name, config)))
+    with pytest.raises(RuntimeError):
+        with bench.tuned_node_restored(print, stopping=[bench.ke._shape.TUNED_NODE]) as changes:
+            changes["row_cache"] = True
+            raise RuntimeError("a window failed")
+    assert applied == [("bench-tuned1", {"row_cache_size": 0})]
