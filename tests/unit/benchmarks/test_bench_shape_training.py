@@ -153,7 +153,8 @@ def test_a_table_run_sets_each_configuration_then_the_reset_and_keeps_one_record
 
 def test_the_row_cache_joins_the_design_off_in_the_defaults_and_is_set_on_both_twin_tables(monkeypatch):
     configs = bench.live_design(8, 0, 51, row_cache=True)
-    assert configs[0] == {"concurrent_reads": 32, "key_cache_size": 51, "compaction_throughput": 64, "row_cache_size": 0}
+    assert configs[0] == dict(bench.design_defaults(51), row_cache_size=0)
+    assert configs[0]["concurrent_reads"] == 32 and configs[0][bench.ROW_CACHE] == 0
     assert all(0 <= c["row_cache_size"] <= 256 for c in configs)
     assert any(c["row_cache_size"] > 0 for c in configs)
     assert bench.parse_args(["--row-cache"]).row_cache and not bench.parse_args([]).row_cache
