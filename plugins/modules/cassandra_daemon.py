@@ -101,9 +101,25 @@ options:
     type: str
   memory_group:
     description:
-      - Name of the node's memory group (under C(tactician/) in the memory hierarchy). Default
-        C(cassandra-<rpc_address>-<native_port>).
+      - Name of the node's memory group (under C(tactician/) in the memory hierarchy), and of its I/O group when a
+        disk read limit is set. Default C(cassandra-<rpc_address>-<native_port>).
     type: str
+  disk_read_limit:
+    description:
+      - The bytes per second the node may read from the disk that holds O(storage_dir), as a cloud volume's
+        throughput cap (C(125M) is a general-purpose volume's baseline), for example C(80M) or C(1.5G). An I/O
+        control group (cgroup v1 C(blkio) throttling, or v2 C(io.max)). On one machine it also keeps nodes that
+        share a disk from taking each other's reads.
+      - Reads only - cgroup v1 does not charge buffered writes to the process that made them.
+      - Set when the node starts; a running node is moved into the group, and its limits changed, live. The group
+        is removed when the node stops. Needs root. Unset (and O(disk_read_iops) unset), no I/O group.
+    type: str
+  disk_read_iops:
+    description:
+      - The read operations per second the node may issue to the disk that holds O(storage_dir), as a cloud
+        volume's IOPS cap (C(3000) is a general-purpose volume's baseline); 10 or more. Beside or instead of
+        O(disk_read_limit), in the same I/O group.
+    type: int
   fast_start:
     description:
       - Shorten the ring delay and gossip settling for a one-machine lab (C(-Dcassandra.ring_delay_ms=5000),
@@ -194,6 +210,15 @@ memory:
   type: dict
   sample: {group: /sys/fs/cgroup/memory/tactician/cassandra-127.0.0.31-9042, version: 1, limit: 2147483648,
            usage: 2140000000, cache: 680000000, anon: 1430000000, failcnt: 4512}
+disk:
+  description:
+    - The node's I/O group when O(disk_read_limit) or O(disk_read_iops) is set - its path, cgroup version, the disk
+      (major:minor), its read limits (bytes and operations per second; null for none) and what the node read from
+      that disk since the group was made (bytes, operations).
+  returned: when O(disk_read_limit) or O(disk_read_iops) is set
+  type: dict
+  sample: {group: /sys/fs/cgroup/blkio/tactician/cassandra-127.0.0.31-9042, version: 1, device: "254:0",
+           read_bps: 83886080, read_iops: null, read_bytes: 5218304000, read_ops: 61210}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -228,6 +253,8 @@ def main():
             cpus=dict(type="str"),
             memory_limit=dict(type="str"),
             memory_group=dict(type="str"),
+            disk_read_limit=dict(type="str"),
+            disk_read_iops=dict(type="int"),
             drain=dict(type="bool", default=True),
             force=dict(type="bool", default=False),
             start_timeout=dict(type="int", default=240),

@@ -1,7 +1,8 @@
 # Copyright: Tactician maintainers
 # Apache License 2.0 (see LICENSE)
 """Memory control groups of server processes: one group per node, whose limit caps the node's memory and the page
-cache its file reads use, as the memory of a real machine does.
+cache its file reads use, as the memory of a real machine does; and I/O groups, whose limits cap what a node reads
+from its disk per second, as a cloud volume's do (IoGroup).
 
 Plain Python, no Ansible. cgroup v1 (the memory controller mounted at ``<root>/memory``) and cgroup v2 (a unified
 hierarchy whose ``cgroup.controllers`` lists ``memory``) are both handled; the groups live under one parent
@@ -68,8 +69,85 @@ def version(root=ROOT):
     return None
 
 
-class MemoryGroup:
+class _Group:
+    """What a node's control groups share: a folder under the parent, joined by PID, removed when empty."""
+
+    kind = "control"
+    path = parent = ""
+
+    def exists(self):
+        return os.path.isdir(self.path)
+
+    def _make(self, controller):
+        """Make the parent and the group when missing (v2: controller enabled for the parent's children).
+        Returns True when a folder was made."""
+        changed = False
+        for path in (self.parent, self.path):
+            if not os.path.isdir(path):
+                try:
+                    os.mkdir(path)
+                except FileExistsError:
+                    pass
+                except OSError as exc:
+                    raise CgroupError("cannot make %s group %s: %s (needs root)" % (self.kind, path, exc)) from exc
+                changed = True
+            if self.version == 2 and path == self.parent:
+                controls = (_read(os.path.join(path, "cgroup.subtree_control")) or "").split()
+                if controller not in controls:
+                    self._write(os.path.join(path, "cgroup.subtree_control"), "+" + controller)
+        return changed
+
+    def _write(self, path, value):
+        try:
+            with open(path, "w") as handle:
+                handle.write(str(value))
+        except OSError as exc:
+            raise CgroupError("cannot write %s to %s: %s" % (value, path, exc)) from exc
+
+    def join(self, pid):
+        """Move process pid (all its threads) into the group. Returns True when it was elsewhere."""
+        if pid in self.pids():
+            return False
+        self._write(os.path.join(self.path, "cgroup.procs"), pid)
+        return True
+
+    def pids(self):
+        try:
+            with open(os.path.join(self.path, "cgroup.procs")) as handle:
+                return {int(line) for line in handle if line.strip().isdigit()}
+        except OSError:
+            return set()
+
+    def remove(self, timeout=10.0):
+        """Remove the group once no process is left in it (and the parent when it is empty). Returns True when a
+        group was removed; raises CgroupError when a process still runs in it after timeout."""
+        if not self.exists():
+            return False
+        deadline = time.monotonic() + timeout
+        while self.pids():
+            if time.monotonic() > deadline:
+                raise CgroupError(
+                    "%s group %s still holds processes %s; stop them first"
+                    % (self.kind, self.path, ", ".join(str(p) for p in sorted(self.pids())))
+                )
+            time.sleep(0.2)
+        try:
+            os.rmdir(self.path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise CgroupError("cannot remove %s group %s: %s" % (self.kind, self.path, exc)) from exc
+        try:
+            os.rmdir(self.parent)
+        except OSError:
+            pass  # other nodes' groups are still in it
+        return True
+
+
+class MemoryGroup(_Group):
     """The memory control group of one server process, named after the node."""
+
+    kind = "memory"
 
     def __init__(self, name, root=ROOT):
         if not _NAME.match(str(name)):
@@ -94,31 +172,10 @@ class MemoryGroup:
         name = names[self.version][key]
         return os.path.join(self.path, name) if name else None
 
-    def _write(self, path, value):
-        try:
-            with open(path, "w") as handle:
-                handle.write(str(value))
-        except OSError as exc:
-            raise CgroupError("cannot write %s to %s: %s" % (value, path, exc)) from exc
-
-    def exists(self):
-        return os.path.isdir(self.path)
-
     def ensure(self, limit):
         """Make the group (and its parent) when missing and set its limit in bytes. Returns True when something
         changed. Lowering a limit below what the group uses makes the kernel reclaim its page cache first."""
-        changed = False
-        for path in (self.parent, self.path):
-            if not os.path.isdir(path):
-                try:
-                    os.mkdir(path)
-                except FileExistsError:
-                    pass
-                except OSError as exc:
-                    raise CgroupError("cannot make memory group %s: %s (needs root)" % (path, exc)) from exc
-                changed = True
-                if self.version == 2 and path == self.parent:
-                    self._write(os.path.join(path, "cgroup.subtree_control"), "+memory")
+        changed = self._make("memory")
         if self.limit() != limit:
             self._write(self._file("limit"), limit)
             changed = True
@@ -126,20 +183,6 @@ class MemoryGroup:
         if swap and os.path.exists(swap):
             self._write(swap, 0)  # v2: no swap, so a node over its limit reclaims cache as a machine would
         return changed
-
-    def join(self, pid):
-        """Move process pid (all its threads) into the group. Returns True when it was elsewhere."""
-        if pid in self.pids():
-            return False
-        self._write(os.path.join(self.path, "cgroup.procs"), pid)
-        return True
-
-    def pids(self):
-        try:
-            with open(os.path.join(self.path, "cgroup.procs")) as handle:
-                return {int(line) for line in handle if line.strip().isdigit()}
-        except OSError:
-            return set()
 
     def limit(self):
         """The limit in bytes (None when the group does not exist or has none)."""
@@ -174,30 +217,166 @@ class MemoryGroup:
             out["failcnt"] = int(failcnt) if failcnt and failcnt.isdigit() else None
         return out
 
-    def remove(self, timeout=10.0):
-        """Remove the group once no process is left in it (and the parent when it is empty). Returns True when a
-        group was removed; raises CgroupError when a process still runs in it after timeout."""
+
+def parse_rate(spec, field="disk_read_limit"):
+    """Bytes per second of a rate such as 100M, 1.5G or 104857600 (per second implied); None for None, "" or 0.
+    Raises CgroupError naming field on anything else."""
+    if spec is None or str(spec).strip() in ("", "0"):
+        return None
+    match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*?)(?:/S)?\s*$", str(spec).upper())
+    unit = match.group(2) if match else None
+    if not match or unit not in _UNITS:
+        raise CgroupError(
+            "%s: %r is not a rate (allowed: bytes per second, or with a unit K, M, G, as 100M or 1.5G)" % (field, spec)
+        )
+    rate = int(float(match.group(1)) * _UNITS[unit])
+    if rate < (1 << 20):
+        raise CgroupError("%s: %r is below 1M per second, too little for a server's disk" % (field, spec))
+    return rate
+
+
+def parse_iops(spec, field="disk_read_iops"):
+    """Operations per second as an int; None for None, "" or 0. Raises CgroupError naming field otherwise."""
+    if spec is None or str(spec).strip() in ("", "0"):
+        return None
+    text = str(spec).strip()
+    if not text.isdigit() or int(text) < 10:
+        raise CgroupError(
+            "%s: %r is not allowed (a whole number of read operations per second, 10 or more)" % (field, spec)
+        )
+    return int(text)
+
+
+def disk_of(path):
+    """ "MAJOR:MINOR" of the whole disk that holds path (a partition's disk; throttles apply to disks)."""
+    dev = os.stat(path).st_dev
+    base = os.path.realpath("/sys/dev/block/%d:%d" % (os.major(dev), os.minor(dev)))
+    if os.path.exists(os.path.join(base, "partition")):
+        base = os.path.dirname(base)
+    found = _read(os.path.join(base, "dev"))
+    if not found or ":" not in found:
+        raise CgroupError(
+            "disk_read_limit: no block device holds %s (%d:%d); unset the disk limits"
+            % (path, os.major(dev), os.minor(dev))
+        )
+    return found
+
+
+def io_version(root=ROOT):
+    """1 or 2: the cgroup version whose I/O controller (v1 blkio with throttling, v2 io) this machine offers."""
+    if os.path.isfile(os.path.join(root, "blkio", "blkio.throttle.read_bps_device")):
+        return 1
+    try:
+        with open(os.path.join(root, "cgroup.controllers")) as handle:
+            if "io" in handle.read().split():
+                return 2
+    except OSError:
+        pass
+    return None
+
+
+class IoGroup(_Group):
+    """The I/O control group of one server process, named after the node: caps on the bytes and the operations it
+    reads per second from one disk (v1 blkio.throttle.*, v2 io.max). Reads only: v1 does not charge buffered writes
+    to the writer, and a cloud volume's caps that matter to a node whose data is larger than its page cache are
+    its reads'. In v2 it is the node's one group, the same as its MemoryGroup."""
+
+    kind = "I/O"
+
+    def __init__(self, name, root=ROOT):
+        if not _NAME.match(str(name)):
+            raise CgroupError("I/O group name %r: use letters, digits, '.', '_' or '-' (up to 64)" % (name,))
+        self.name = name
+        self.version = io_version(root)
+        if self.version is None:
+            raise CgroupError(
+                "disk_read_limit: this machine offers no I/O cgroup controller under %s (cgroup v1 'blkio' with "
+                "throttling, or v2 with io in cgroup.controllers); unset the disk limits to run the node without one"
+                % root
+            )
+        base = os.path.join(root, "blkio") if self.version == 1 else root
+        self.parent = os.path.join(base, PARENT)
+        self.path = os.path.join(self.parent, name)
+
+    def limits(self, device):
+        """{"read_bps", "read_iops"} the group holds for device (None: no limit, or no group)."""
+        out = {"read_bps": None, "read_iops": None}
+        if not self.exists():
+            return out
+        if self.version == 1:
+            for key, name in (
+                ("read_bps", "blkio.throttle.read_bps_device"),
+                ("read_iops", "blkio.throttle.read_iops_device"),
+            ):
+                for line in (_read(os.path.join(self.path, name)) or "").splitlines():
+                    parts = line.split()
+                    if len(parts) == 2 and parts[0] == device and parts[1].isdigit() and int(parts[1]):
+                        out[key] = int(parts[1])
+            return out
+        for line in (_read(os.path.join(self.path, "io.max")) or "").splitlines():
+            parts = line.split()
+            if parts and parts[0] == device:
+                for item in parts[1:]:
+                    key, _sep, value = item.partition("=")
+                    if key in ("rbps", "riops") and value.isdigit():
+                        out["read_bps" if key == "rbps" else "read_iops"] = int(value)
+        return out
+
+    def ensure(self, device, read_bps=None, read_iops=None):
+        """Make the group (and its parent) when missing and hold these read limits on device (None: no limit).
+        Returns True when something changed."""
+        changed = self._make("io")
+        if self.limits(device) == {"read_bps": read_bps, "read_iops": read_iops}:
+            return changed
+        if self.version == 1:
+            self._write(os.path.join(self.path, "blkio.throttle.read_bps_device"), "%s %d" % (device, read_bps or 0))
+            self._write(os.path.join(self.path, "blkio.throttle.read_iops_device"), "%s %d" % (device, read_iops or 0))
+        else:
+            self._write(
+                os.path.join(self.path, "io.max"),
+                "%s rbps=%s riops=%s" % (device, read_bps or "max", read_iops or "max"),
+            )
+        return True
+
+    def clear(self):
+        """Lift every read limit the group holds (on any disk). Returns True when one was lifted."""
         if not self.exists():
             return False
-        deadline = time.monotonic() + timeout
-        while self.pids():
-            if time.monotonic() > deadline:
-                raise CgroupError(
-                    "memory group %s still holds processes %s; stop them first"
-                    % (self.path, ", ".join(str(p) for p in sorted(self.pids())))
-                )
-            time.sleep(0.2)
-        try:
-            os.rmdir(self.path)
-        except FileNotFoundError:
-            return False
-        except OSError as exc:
-            raise CgroupError("cannot remove memory group %s: %s" % (self.path, exc)) from exc
-        try:
-            os.rmdir(self.parent)
-        except OSError:
-            pass  # other nodes' groups are still in it
-        return True
+        lifted = False
+        for name in ("blkio.throttle.read_bps_device", "blkio.throttle.read_iops_device", "io.max"):
+            for line in (_read(os.path.join(self.path, name)) or "").splitlines():
+                parts = line.split()
+                limited = [p for p in parts[1:] if p not in ("0", "rbps=max", "riops=max", "wbps=max", "wiops=max")]
+                if ":" in (parts or [""])[0] and limited:
+                    self._write(
+                        os.path.join(self.path, name), parts[0] + (" 0" if self.version == 1 else " rbps=max riops=max")
+                    )
+                    lifted = True
+        return lifted
+
+    def stats(self, device):
+        """The limits and what the group's processes read from device so far (bytes and operations; v1 counts
+        the throttled reads)."""
+        out = dict(self.limits(device), group=self.path, device=device, exists=self.exists(), version=self.version)
+        if not out["exists"]:
+            return out
+        if self.version == 1:
+            for key, name in (
+                ("read_bytes", "blkio.throttle.io_service_bytes"),
+                ("read_ops", "blkio.throttle.io_serviced"),
+            ):
+                for line in (_read(os.path.join(self.path, name)) or "").splitlines():
+                    parts = line.split()
+                    if len(parts) == 3 and parts[0] == device and parts[1] == "Read":
+                        out[key] = int(parts[2])
+        else:
+            for line in (_read(os.path.join(self.path, "io.stat")) or "").splitlines():
+                parts = line.split()
+                if parts and parts[0] == device:
+                    values = dict(item.partition("=")[::2] for item in parts[1:])
+                    out["read_bytes"] = int(values.get("rbytes", 0))
+                    out["read_ops"] = int(values.get("rios", 0))
+        return out
 
 
 def _read(path):

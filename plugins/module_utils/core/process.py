@@ -187,10 +187,11 @@ def pin(pid, cpus):
     return changed
 
 
-def spawn(argv, pid_file, log_file, cwd=None, env=None, cpus=None, memory_group=None):
+def spawn(argv, pid_file, log_file, cwd=None, env=None, cpus=None, memory_group=None, io_group=None):
     """Start argv detached from the caller (own session, stdin from /dev/null, output to log_file), on cpus when
     given (a CPU set; every thread it starts inherits it), and inside memory_group when given (a made
-    cgroups.MemoryGroup, joined before exec: no page the server touches is charged elsewhere).
+    cgroups.MemoryGroup, joined before exec: no page the server touches is charged elsewhere), and io_group (a
+    made cgroups.IoGroup: its disk reads are capped from the first).
 
     Returns the PID, which is also written to pid_file.
     """
@@ -200,12 +201,15 @@ def spawn(argv, pid_file, log_file, cwd=None, env=None, cpus=None, memory_group=
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    procs_file = os.path.join(memory_group.path, "cgroup.procs") if memory_group is not None else None
+    procs_files = []
+    for group in (memory_group, io_group):
+        if group is not None and os.path.join(group.path, "cgroup.procs") not in procs_files:
+            procs_files.append(os.path.join(group.path, "cgroup.procs"))
 
     def before_exec():
         if cpus:
             os.sched_setaffinity(0, cpus)
-        if procs_file:
+        for procs_file in procs_files:
             with open(procs_file, "w") as handle:
                 handle.write(str(os.getpid()))
 
@@ -220,7 +224,7 @@ def spawn(argv, pid_file, log_file, cwd=None, env=None, cpus=None, memory_group=
                 stderr=subprocess.STDOUT,
                 close_fds=True,
                 start_new_session=True,
-                preexec_fn=before_exec if (cpus or procs_file) else None,
+                preexec_fn=before_exec if (cpus or procs_files) else None,
             )
         except OSError as exc:
             raise ProcessError("cannot start %s: %s" % (argv[0], exc)) from exc

@@ -34,6 +34,8 @@ def cassandra_daemon(params, check_mode=False):
     cpus = process.parse_cpus(params.get("cpus"))
     limit = cgroups.parse_size(params.get("memory_limit"))
     group = memory_group(params) if limit else None
+    disk = disk_limits(params)
+    io = io_group(params) if disk else None
     if state == "started" and pid:
         # A running node is moved onto its CPUs and into its memory group live (every thread), no restart.
         if cpus and process.off_cpus(pid, cpus):
@@ -45,7 +47,12 @@ def cassandra_daemon(params, check_mode=False):
                 group.ensure(limit)
                 group.join(pid)
             actions.append("memory limit %s" % cgroups.format_size(limit))
-        return _result(bool(actions), pid, actions, watch, warnings, group)
+        if io and (io.limits(disk["device"]) != _io_limits(disk) or pid not in io.pids()):
+            if not check_mode:
+                io.ensure(**disk)
+                io.join(pid)
+            actions.append("disk read limit %s" % format_disk(disk))
+        return _result(bool(actions), pid, actions, watch, warnings, group, io, disk)
     if state == "stopped" and not pid:
         process.remove_pid_file(params["pid_file"])
         if not check_mode:
@@ -61,32 +68,88 @@ def cassandra_daemon(params, check_mode=False):
         if group:
             group.ensure(limit)
         elif limit is None:
-            _remove_group(params, actions)
-        pid = _start_cassandra(params, watch, actions, cpus, group)
+            _remove_group(params, actions, io=False)
+        if io:
+            io.ensure(**disk)
+        else:
+            _remove_io_group(params, actions)
+        pid = _start_cassandra(params, watch, actions, cpus, group, io)
     else:
         _remove_group(params, actions)
-    return _result(True, pid, actions, watch, warnings, group)
+    return _result(True, pid, actions, watch, warnings, group, io, disk)
+
+
+def _group_name(params):
+    return params.get("memory_group") or "cassandra-%s-%s" % (params["rpc_address"], params["native_port"])
 
 
 def memory_group(params):
     """The node's memory control group (named by memory_group, else after its CQL address and port)."""
-    name = params.get("memory_group") or "cassandra-%s-%s" % (params["rpc_address"], params["native_port"])
-    return cgroups.MemoryGroup(name)
+    return cgroups.MemoryGroup(_group_name(params))
 
 
-def _remove_group(params, actions):
-    """Remove the node's memory group when one was left (the node stopped, or runs without a limit now)."""
-    if cgroups.version() is None:
+def io_group(params):
+    """The node's I/O control group (the same name as its memory group)."""
+    return cgroups.IoGroup(_group_name(params))
+
+
+def disk_limits(params):
+    """{"device", "read_bps", "read_iops"} of the node's disk read limits (the disk that holds its storage_dir),
+    or None when neither disk_read_limit nor disk_read_iops is set."""
+    read_bps = cgroups.parse_rate(params.get("disk_read_limit"))
+    read_iops = cgroups.parse_iops(params.get("disk_read_iops"))
+    if read_bps is None and read_iops is None:
+        return None
+    path = os.path.abspath(params["storage_dir"])
+    while not os.path.exists(path):  # before the first start: the folder it will be made in
+        path = os.path.dirname(path)
+    return {"device": cgroups.disk_of(path), "read_bps": read_bps, "read_iops": read_iops}
+
+
+def _io_limits(disk):
+    return {"read_bps": disk["read_bps"], "read_iops": disk["read_iops"]}
+
+
+def format_disk(disk):
+    """The disk read limits for people: 80 MiB/s and 2000 reads/s on 254:0."""
+    parts = []
+    if disk["read_bps"]:
+        parts.append("%d MiB/s" % (disk["read_bps"] >> 20))
+    if disk["read_iops"]:
+        parts.append("%d reads/s" % disk["read_iops"])
+    return "%s on %s" % (" and ".join(parts), disk["device"])
+
+
+def _remove_group(params, actions, io=True):
+    """Remove the node's memory group (and with io its I/O group) when left (the node stopped, or runs without a
+    limit now)."""
+    if cgroups.version() is not None:
+        group = memory_group(params)
+        if group.exists() and group.remove():
+            actions.append("remove memory group")
+    if io:
+        _remove_io_group(params, actions)
+
+
+def _remove_io_group(params, actions):
+    version = cgroups.io_version()
+    if version is None:
         return
-    group = memory_group(params)
-    if group.exists() and group.remove():
-        actions.append("remove memory group")
+    group = io_group(params)
+    if version == 2 and cgroups.parse_size(params.get("memory_limit")):
+        # v2: the node's one group is its memory group too, which stays: its read limits are lifted instead.
+        if group.clear():
+            actions.append("lift disk read limits")
+    elif group.exists() and group.remove():
+        actions.append("remove I/O group")
 
 
-def _result(changed, pid, actions, watch, warnings, group):
+def _result(changed, pid, actions, watch, warnings, group, io=None, disk=None):
     result = daemon_result(changed, pid, actions, watch, warnings)
     if group is not None:
         result["memory"] = group.stats()
+    if io is not None:
+        result["disk"] = io.stats(disk["device"])
     return result
 
 
@@ -116,7 +179,7 @@ def _stop_cassandra(params, pid, watch, actions, warnings):
     process.remove_pid_file(digest_file(params["pid_file"]))
 
 
-def _start_cassandra(params, watch, actions, cpus=None, group=None):
+def _start_cassandra(params, watch, actions, cpus=None, group=None, io=None):
     for key in ("storage_dir", "log_dir"):
         os.makedirs(params[key], exist_ok=True)
     argv = server_argv(
@@ -142,7 +205,7 @@ def _start_cassandra(params, watch, actions, cpus=None, group=None):
 
     with watch.step("start"):
         pid = process.spawn(
-            argv, params["pid_file"], log_file, cwd=params["storage_dir"], cpus=cpus, memory_group=group
+            argv, params["pid_file"], log_file, cwd=params["storage_dir"], cpus=cpus, memory_group=group, io_group=io
         )
         process.wait_until(
             answering,

@@ -111,3 +111,44 @@ def test_a_new_heap_restarts_a_running_node_as_a_changed_file_does(tmp_path):
     assert daemons.wanted_state(dict(started, heap_size="512M"), 4242, [str(config)]) == "started"
     # Parameters that are not start parameters (the state, the pid file) do not count.
     assert daemons.start_signature({"state": "started", "pid_file": pid_file}) == ""
+
+
+def test_a_running_node_gets_its_disk_read_limit_live_and_bad_limits_name_the_field(tmp_path, monkeypatch):
+    import sys
+
+    import pytest
+
+    from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups, process
+    from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import daemon as cdaemon
+
+    root = tmp_path / "cgroup"
+    (root / "blkio").mkdir(parents=True)
+    (root / "blkio" / "blkio.throttle.read_bps_device").write_text("")
+    real = cgroups.IoGroup
+    monkeypatch.setattr(cdaemon.cgroups, "IoGroup", lambda name: real(name, root=str(root)))
+    monkeypatch.setattr(cdaemon.cgroups, "disk_of", lambda path: "254:0")
+    config = tmp_path / "cassandra.yaml"
+    config.write_text("a: 1\n")
+    (tmp_path / "logback.xml").write_text("<x/>\n")
+    with pytest.raises(cgroups.CgroupError, match="disk_read_limit: 'fast' is not a rate"):
+        cassandra_daemon(_params(tmp_path, disk_read_limit="fast"), check_mode=True)
+    pid = process.spawn(
+        [sys.executable, "-c", "import time; time.sleep(60)", str(config)],
+        str(tmp_path / "node.pid"),
+        str(tmp_path / "o"),
+    )
+    try:
+        time.sleep(0.2)
+        params = _params(tmp_path, restart_on_change=False, disk_read_limit="80M", disk_read_iops=0)
+        planned = cassandra_daemon(params, check_mode=True)
+        assert planned["changed"] and planned["actions"] == ["disk read limit 80 MiB/s on 254:0"]
+        assert not (root / "blkio" / "tactician").exists()
+        done = cassandra_daemon(params)
+        assert done["pid"] == pid and done["disk"]["read_bps"] == 80 << 20 and done["disk"]["read_iops"] is None
+        group = root / "blkio" / "tactician" / "cassandra-127.0.0.1-9042"
+        assert (group / "cgroup.procs").read_text() == str(pid)
+        assert cassandra_daemon(params)["changed"] is False
+        tighter = cassandra_daemon(dict(params, disk_read_iops=2000))
+        assert tighter["actions"] == ["disk read limit 80 MiB/s and 2000 reads/s on 254:0"]
+    finally:
+        process.terminate(pid, timeout=10)
