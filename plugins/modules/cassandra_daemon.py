@@ -111,8 +111,8 @@ options:
         control group (cgroup v1 C(blkio) throttling, or v2 C(io.max)). On one machine it also keeps nodes that
         share a disk from taking each other's reads.
       - Reads only - cgroup v1 does not charge buffered writes to the process that made them.
-      - Set when the node starts; a running node is moved into the group, and its limits changed, live. The group
-        is removed when the node stops. Needs root. Unset (and O(disk_read_iops) unset), no I/O group.
+      - Set when the node starts; a running node is moved into the group, and its limits changed or lifted, live.
+        The group is removed when the node stops. Needs root. Unset (and O(disk_read_iops) unset), no I/O group.
     type: str
   disk_read_iops:
     description:

@@ -338,21 +338,29 @@ class IoGroup(_Group):
             )
         return True
 
-    def clear(self):
-        """Lift every read limit the group holds (on any disk). Returns True when one was lifted."""
+    def _limited(self):
+        """[(file, device)] of every read limit the group holds, on any disk."""
+        found = []
         if not self.exists():
-            return False
-        lifted = False
+            return found
         for name in ("blkio.throttle.read_bps_device", "blkio.throttle.read_iops_device", "io.max"):
             for line in (_read(os.path.join(self.path, name)) or "").splitlines():
                 parts = line.split()
                 limited = [p for p in parts[1:] if p not in ("0", "rbps=max", "riops=max", "wbps=max", "wiops=max")]
                 if ":" in (parts or [""])[0] and limited:
-                    self._write(
-                        os.path.join(self.path, name), parts[0] + (" 0" if self.version == 1 else " rbps=max riops=max")
-                    )
-                    lifted = True
-        return lifted
+                    found.append((name, parts[0]))
+        return found
+
+    def limited(self):
+        """True when the group holds a read limit on some disk."""
+        return bool(self._limited())
+
+    def clear(self):
+        """Lift every read limit the group holds (on any disk). Returns True when one was lifted."""
+        found = self._limited()
+        for name, device in found:
+            self._write(os.path.join(self.path, name), device + (" 0" if self.version == 1 else " rbps=max riops=max"))
+        return bool(found)
 
     def stats(self, device):
         """The limits and what the group's processes read from device so far (bytes and operations; v1 counts

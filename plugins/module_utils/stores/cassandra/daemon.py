@@ -52,6 +52,13 @@ def cassandra_daemon(params, check_mode=False):
                 io.ensure(**disk)
                 io.join(pid)
             actions.append("disk read limit %s" % format_disk(disk))
+        elif io is None and cgroups.io_version() is not None:
+            # Limits unset on a node that still runs under some: lifted live, as they were set.
+            left = io_group(params)
+            if pid in left.pids() and left.limited():
+                if not check_mode:
+                    left.clear()
+                actions.append("lift disk read limits")
         return _result(bool(actions), pid, actions, watch, warnings, group, io, disk)
     if state == "stopped" and not pid:
         process.remove_pid_file(params["pid_file"])

@@ -127,6 +127,7 @@ def test_a_running_node_gets_its_disk_read_limit_live_and_bad_limits_name_the_fi
     real = cgroups.IoGroup
     monkeypatch.setattr(cdaemon.cgroups, "IoGroup", lambda name: real(name, root=str(root)))
     monkeypatch.setattr(cdaemon.cgroups, "disk_of", lambda path: "254:0")
+    monkeypatch.setattr(cdaemon.cgroups, "io_version", lambda root=None: 1)  # the fake hierarchy's, on any machine
     config = tmp_path / "cassandra.yaml"
     config.write_text("a: 1\n")
     (tmp_path / "logback.xml").write_text("<x/>\n")
@@ -150,5 +151,13 @@ def test_a_running_node_gets_its_disk_read_limit_live_and_bad_limits_name_the_fi
         assert cassandra_daemon(params)["changed"] is False
         tighter = cassandra_daemon(dict(params, disk_read_iops=2000))
         assert tighter["actions"] == ["disk read limit 80 MiB/s and 2000 reads/s on 254:0"]
+        # Unset again: lifted live, the node left running.
+        plain = _params(tmp_path, restart_on_change=False)
+        assert cassandra_daemon(plain, check_mode=True)["actions"] == ["lift disk read limits"]
+        assert (group / "blkio.throttle.read_bps_device").read_text() != "254:0 0"
+        lifted = cassandra_daemon(plain)
+        assert lifted["actions"] == ["lift disk read limits"] and lifted["pid"] == pid
+        assert (group / "blkio.throttle.read_bps_device").read_text() == "254:0 0"
+        assert cassandra_daemon(plain)["changed"] is False
     finally:
         process.terminate(pid, timeout=10)
