@@ -375,12 +375,32 @@ def datasets(records=RECORDS, chunks=(16, 4), node=BENCH_NODE):
     return out
 
 
+# node name: the disk read cap (as "80M") this run holds on it; every lab_up.yml of the node keeps it.
+DISK_CAPS = {}
+
+
 def playbook(name, node=BENCH_NODE, extra_vars=None):
+    if name == "lab_up.yml" and node.name in DISK_CAPS:
+        extra_vars = dict(extra_vars or {}, cassandra_node_disk_read_limit=DISK_CAPS[node.name])
     result = run_playbook(os.path.join(ROOT, "playbooks", name), node.inventory, extra_vars=extra_vars)
     if result.returncode != 0:
         raise SystemExit(
             "%s on the inventory %s failed:\n%s" % (name, os.path.relpath(node.inventory, ROOT), result.stderr[-3000:])
         )
+
+
+def cap_disk_reads(nodes, limit, log=print):
+    """Cap the nodes' reads from the disk (limit: bytes per second as "80M") or lift the caps (None), live, through
+    the lab role (cassandra_node_disk_read_limit): the shared disk split into volumes of their own. A node started
+    or restarted later in the run gets the same cap; nodes not running are left to their next start."""
+    for node in nodes:
+        if limit:
+            DISK_CAPS[node.name] = limit
+        else:
+            DISK_CAPS.pop(node.name, None)
+        if node_running(node):
+            playbook("lab_up.yml", node, extra_vars={"cassandra_node_disk_read_limit": limit or ""})
+            log("%s: disk reads %s" % (node.name, "capped at %s/s" % limit if limit else "uncapped"))
 
 
 def start_node(node=BENCH_NODE):
@@ -466,10 +486,11 @@ def describe(node=BENCH_NODE):
     client_cpus, server_cpus = process.cpu_split()
     group = cgroups.MemoryGroup(node.group).stats() if cgroups.version() else {}
     outside = cached_outside(node)
-    return "node on CPU %s, load driver and controller on CPU %s; memory cgroup limit %s (heap 1 GiB); %s%s" % (
+    return "node on CPU %s, load driver and controller on CPU %s; memory cgroup limit %s (heap 1 GiB)%s; %s%s" % (
         process.format_cpus(server_cpus),
         process.format_cpus(client_cpus),
         cgroups.format_size(group.get("limit")),
+        "; disk reads capped at %s/s per node" % DISK_CAPS[node.name] if node.name in DISK_CAPS else "",
         "data set of %dM rows, 4.3 GB" % (RECORDS // 1000000),
         "" if outside is None else "; its tables' data cached outside its memory group: %.0f MB" % (outside / 1e6),
     )

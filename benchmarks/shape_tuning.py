@@ -54,6 +54,7 @@ import shape_training as st
 import yaml
 from _common import ROOT
 
+from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
@@ -750,11 +751,22 @@ def parse_args(argv):
         "table an arm reads, on each node, so that both nodes start the node A/A with their tables in one state "
         "(one SSTable each) rather than in whatever state their loads and earlier runs left",
     )
+    parser.add_argument(
+        "--disk-read-limit",
+        default=None,
+        help="cap every node's disk reads at this rate (as 80M: bytes per second) for the run, through the lab "
+        "role's cassandra_node_disk_read_limit, as volumes of their own would: the nodes share one disk here",
+    )
     parser.add_argument("--reload", action="store_true", help="reload the data sets even when they are in place")
     parser.add_argument("--records", type=int, default=4000000)
     parser.add_argument("--threads", type=int, default=64)
     parser.add_argument("--render", default=None, help="print the table of a saved run (its JSON file) and stop")
     args = parser.parse_args(argv)
+    if args.disk_read_limit:
+        try:
+            cgroups.parse_rate(args.disk_read_limit, "--disk-read-limit")
+        except cgroups.CgroupError as exc:
+            parser.error(str(exc))
     args.workloads = args.workloads.split(",")
     for name in args.workloads:
         if name not in ke.WORKLOADS:
@@ -949,6 +961,8 @@ def main(argv=None):
     nodes = [ke._shape.BENCH_NODE] + own
     started = []
     try:
+        if args.disk_read_limit:
+            ke._shape.cap_disk_reads(nodes, args.disk_read_limit, log=log)
         with tuned_node_restored(log, stopping=started) as changes:
             for node in own:
                 if not ke._shape.node_running(node):
@@ -958,6 +972,8 @@ def main(argv=None):
                     ke._shape.start_node(node)
             results, shape, began = run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, changes)
     finally:
+        if args.disk_read_limit:
+            ke._shape.cap_disk_reads([n for n in nodes if n not in started], None, log=log)
         for node in started:
             log("stopping %s" % node.name)
             ke._shape.playbook("lab_down.yml", node)

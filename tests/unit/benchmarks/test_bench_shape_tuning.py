@@ -513,3 +513,32 @@ def test_a_row_cache_a_run_turned_on_is_turned_off_at_its_end_even_on_a_node_it_
             changes["row_cache"] = True
             raise RuntimeError("a window failed")
     assert applied == [("bench-tuned1", {"row_cache_size": 0})]
+
+
+def test_disk_read_caps_are_checked_held_for_every_start_and_lifted(monkeypatch, capsys):
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--disk-read-limit", "fast"])
+    assert "--disk-read-limit: 'fast' is not a rate" in capsys.readouterr().err
+    assert bench.parse_args(["--disk-read-limit", "80M"]).disk_read_limit == "80M"
+    shape = bench.ke._shape
+    calls = []
+    monkeypatch.setattr(
+        shape, "run_playbook", lambda path, inventory, extra_vars=None: calls.append(extra_vars) or _Ok()
+    )
+    monkeypatch.setattr(shape, "DISK_CAPS", {})
+    running = {shape.BENCH_NODE.name}
+    monkeypatch.setattr(shape, "node_running", lambda node=shape.BENCH_NODE: node.name in running)
+    shape.cap_disk_reads([shape.BENCH_NODE, shape.TUNED_NODE], "80M", log=lambda line: None)
+    # The running node is capped live; the stopped one gets the cap at its start, and at a restart with settings.
+    assert calls == [{"cassandra_node_disk_read_limit": "80M"}]
+    shape.playbook("lab_up.yml", shape.TUNED_NODE, extra_vars={"cassandra_node_heap_size": "1G"})
+    assert calls[-1] == {"cassandra_node_heap_size": "1G", "cassandra_node_disk_read_limit": "80M"}
+    shape.playbook("lab_down.yml", shape.TUNED_NODE)
+    assert calls[-1] is None
+    shape.cap_disk_reads([shape.BENCH_NODE, shape.TUNED_NODE], None, log=lambda line: None)
+    assert calls[-1] == {"cassandra_node_disk_read_limit": ""} and shape.DISK_CAPS == {}
+
+
+class _Ok:
+    returncode = 0
+    stderr = ""
