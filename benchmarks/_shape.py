@@ -375,13 +375,14 @@ def datasets(records=RECORDS, chunks=(16, 4), node=BENCH_NODE):
     return out
 
 
-# node name: the disk read cap (as "80M") this run holds on it; every lab_up.yml of the node keeps it.
+# node name: the disk read caps this run holds on it (the lab role's variables); every lab_up.yml of it keeps them.
 DISK_CAPS = {}
+CAP_VARS = ("cassandra_node_disk_read_limit", "cassandra_node_disk_read_iops")
 
 
 def playbook(name, node=BENCH_NODE, extra_vars=None):
     if name == "lab_up.yml" and node.name in DISK_CAPS:
-        extra_vars = dict(extra_vars or {}, cassandra_node_disk_read_limit=DISK_CAPS[node.name])
+        extra_vars = dict(extra_vars or {}, **DISK_CAPS[node.name])
     result = run_playbook(os.path.join(ROOT, "playbooks", name), node.inventory, extra_vars=extra_vars)
     if result.returncode != 0:
         raise SystemExit(
@@ -389,18 +390,27 @@ def playbook(name, node=BENCH_NODE, extra_vars=None):
         )
 
 
-def cap_disk_reads(nodes, limit, log=print):
-    """Cap the nodes' reads from the disk (limit: bytes per second as "80M") or lift the caps (None), live, through
-    the lab role (cassandra_node_disk_read_limit): the shared disk split into volumes of their own. A node started
-    or restarted later in the run gets the same cap; nodes not running are left to their next start."""
+def cap_disk_reads(nodes, limit=None, iops=None, log=print):
+    """Cap the nodes' reads from the disk (limit: bytes per second as "80M"; iops: reads per second) or lift the
+    caps (both None), live, through the lab role: the shared disk split into volumes of their own. A node started
+    or restarted later in the run gets the same caps; nodes not running are left to their next start."""
+    caps = dict(zip(CAP_VARS, (limit or "", int(iops or 0)), strict=True))
     for node in nodes:
-        if limit:
-            DISK_CAPS[node.name] = limit
+        if limit or iops:
+            DISK_CAPS[node.name] = caps
         else:
             DISK_CAPS.pop(node.name, None)
         if node_running(node):
-            playbook("lab_up.yml", node, extra_vars={"cassandra_node_disk_read_limit": limit or ""})
-            log("%s: disk reads %s" % (node.name, "capped at %s/s" % limit if limit else "uncapped"))
+            playbook("lab_up.yml", node, extra_vars=caps)
+            log("%s: disk reads %s" % (node.name, describe_caps(caps) or "uncapped"))
+
+
+def describe_caps(caps):
+    """The caps for people: "capped at 80M/s and 1200 reads/s", "" for none."""
+    parts = (["%s/s" % caps[CAP_VARS[0]]] if caps.get(CAP_VARS[0]) else []) + (
+        ["%d reads/s" % caps[CAP_VARS[1]]] if caps.get(CAP_VARS[1]) else []
+    )
+    return "capped at " + " and ".join(parts) if parts else ""
 
 
 def start_node(node=BENCH_NODE):
@@ -490,7 +500,7 @@ def describe(node=BENCH_NODE):
         process.format_cpus(server_cpus),
         process.format_cpus(client_cpus),
         cgroups.format_size(group.get("limit")),
-        "; disk reads capped at %s/s per node" % DISK_CAPS[node.name] if node.name in DISK_CAPS else "",
+        "; disk reads %s per node" % describe_caps(DISK_CAPS[node.name]) if node.name in DISK_CAPS else "",
         "data set of %dM rows, 4.3 GB" % (RECORDS // 1000000),
         "" if outside is None else "; its tables' data cached outside its memory group: %.0f MB" % (outside / 1e6),
     )

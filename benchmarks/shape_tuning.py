@@ -757,16 +757,23 @@ def parse_args(argv):
         help="cap every node's disk reads at this rate (as 80M: bytes per second) for the run, through the lab "
         "role's cassandra_node_disk_read_limit, as volumes of their own would: the nodes share one disk here",
     )
+    parser.add_argument(
+        "--disk-read-iops",
+        type=int,
+        default=0,
+        help="cap every node's disk reads at this many per second for the run (cassandra_node_disk_read_iops); "
+        "beside or instead of --disk-read-limit",
+    )
     parser.add_argument("--reload", action="store_true", help="reload the data sets even when they are in place")
     parser.add_argument("--records", type=int, default=4000000)
     parser.add_argument("--threads", type=int, default=64)
     parser.add_argument("--render", default=None, help="print the table of a saved run (its JSON file) and stop")
     args = parser.parse_args(argv)
-    if args.disk_read_limit:
-        try:
-            cgroups.parse_rate(args.disk_read_limit, "--disk-read-limit")
-        except cgroups.CgroupError as exc:
-            parser.error(str(exc))
+    try:
+        cgroups.parse_rate(args.disk_read_limit, "--disk-read-limit")
+        cgroups.parse_iops(args.disk_read_iops, "--disk-read-iops")
+    except cgroups.CgroupError as exc:
+        parser.error(str(exc))
     args.workloads = args.workloads.split(",")
     for name in args.workloads:
         if name not in ke.WORKLOADS:
@@ -961,8 +968,8 @@ def main(argv=None):
     nodes = [ke._shape.BENCH_NODE] + own
     started = []
     try:
-        if args.disk_read_limit:
-            ke._shape.cap_disk_reads(nodes, args.disk_read_limit, log=log)
+        if args.disk_read_limit or args.disk_read_iops:
+            ke._shape.cap_disk_reads(nodes, args.disk_read_limit, args.disk_read_iops, log=log)
         with tuned_node_restored(log, stopping=started) as changes:
             for node in own:
                 if not ke._shape.node_running(node):
@@ -972,8 +979,8 @@ def main(argv=None):
                     ke._shape.start_node(node)
             results, shape, began = run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, changes)
     finally:
-        if args.disk_read_limit:
-            ke._shape.cap_disk_reads([n for n in nodes if n not in started], None, log=log)
+        if args.disk_read_limit or args.disk_read_iops:
+            ke._shape.cap_disk_reads([n for n in nodes if n not in started], log=log)
         for node in started:
             log("stopping %s" % node.name)
             ke._shape.playbook("lab_down.yml", node)

@@ -520,6 +520,9 @@ def test_disk_read_caps_are_checked_held_for_every_start_and_lifted(monkeypatch,
         bench.parse_args(["--disk-read-limit", "fast"])
     assert "--disk-read-limit: 'fast' is not a rate" in capsys.readouterr().err
     assert bench.parse_args(["--disk-read-limit", "80M"]).disk_read_limit == "80M"
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--disk-read-iops", "5"])
+    assert "--disk-read-iops: 5 is not allowed" in capsys.readouterr().err
     shape = bench.ke._shape
     calls = []
     monkeypatch.setattr(
@@ -528,15 +531,18 @@ def test_disk_read_caps_are_checked_held_for_every_start_and_lifted(monkeypatch,
     monkeypatch.setattr(shape, "DISK_CAPS", {})
     running = {shape.BENCH_NODE.name}
     monkeypatch.setattr(shape, "node_running", lambda node=shape.BENCH_NODE: node.name in running)
-    shape.cap_disk_reads([shape.BENCH_NODE, shape.TUNED_NODE], "80M", log=lambda line: None)
+    shape.cap_disk_reads([shape.BENCH_NODE, shape.TUNED_NODE], "80M", 1200, log=lambda line: None)
+    caps = {"cassandra_node_disk_read_limit": "80M", "cassandra_node_disk_read_iops": 1200}
     # The running node is capped live; the stopped one gets the cap at its start, and at a restart with settings.
-    assert calls == [{"cassandra_node_disk_read_limit": "80M"}]
+    assert calls == [caps]
     shape.playbook("lab_up.yml", shape.TUNED_NODE, extra_vars={"cassandra_node_heap_size": "1G"})
-    assert calls[-1] == {"cassandra_node_heap_size": "1G", "cassandra_node_disk_read_limit": "80M"}
+    assert calls[-1] == dict(caps, cassandra_node_heap_size="1G")
+    assert shape.describe_caps(caps) == "capped at 80M/s and 1200 reads/s"
     shape.playbook("lab_down.yml", shape.TUNED_NODE)
     assert calls[-1] is None
-    shape.cap_disk_reads([shape.BENCH_NODE, shape.TUNED_NODE], None, log=lambda line: None)
-    assert calls[-1] == {"cassandra_node_disk_read_limit": ""} and shape.DISK_CAPS == {}
+    shape.cap_disk_reads([shape.BENCH_NODE, shape.TUNED_NODE], log=lambda line: None)
+    assert calls[-1] == {"cassandra_node_disk_read_limit": "", "cassandra_node_disk_read_iops": 0}
+    assert shape.DISK_CAPS == {}
 
 
 class _Ok:
