@@ -131,7 +131,12 @@ def server_argv(
     fast_start=True,
 ):
     """The java argument vector that runs one Cassandra node in the foreground."""
-    argv = [java, "-Xms" + heap_size, "-Xmx" + heap_size, "-Xss256k"]
+    # The whole heap faulted in at start, as Cassandra's own conf/jvm-server.options does: the node's resident
+    # memory is then fixed from its first request, and so is the page cache a memory limit leaves it. Without it
+    # the heap's pages were touched as garbage collection reached them, so a node's page cache shrank as it ran,
+    # by more on a node that had compacted: a drift within a run, and a difference between two nodes of the same
+    # configuration (docs/benchmarks.md, 2026-12-07).
+    argv = [java, "-Xms" + heap_size, "-Xmx" + heap_size, "-Xss256k", "-XX:+AlwaysPreTouch"]
     argv += list(_G1)
     argv += ["-XX:+HeapDumpOnOutOfMemoryError", "-XX:HeapDumpPath=" + storage_dir]
     argv += _module_flags(_SERVER_EXPORTS, _SERVER_OPENS)

@@ -49,6 +49,7 @@ def test_server_argv_has_java17_flags_agent_and_class(home):
     argv = cs.server_argv(home, "/n/conf/cassandra.yaml", "/n/data", "/n/logs", "/n/conf/logback.xml", 7299, "1G")
     assert argv[0] == "java" and argv[-1] == cs.DAEMON_CLASS
     assert "-Xmx1G" in argv and "-Xms1G" in argv
+    assert "-XX:+AlwaysPreTouch" in argv  # as Cassandra's jvm-server.options: the heap resident from the start
     assert "-javaagent:" + os.path.join(home, "lib", "jamm-0.4.0.jar") in argv
     assert "-Dcassandra.jmx.local.port=7299" in argv
     assert "java.base/sun.nio.ch=ALL-UNNAMED" in argv
