@@ -56,17 +56,18 @@ def format_size(size):
     return "%d MiB" % (size >> 20)
 
 
+def _controller_version(root, v1_file, v2_name):
+    """1 when the v1 hierarchy has v1_file (under root), 2 when the unified one offers v2_name, else None."""
+    if os.path.isfile(os.path.join(root, v1_file)):
+        return 1
+    if v2_name in (_read(os.path.join(root, "cgroup.controllers")) or "").split():
+        return 2
+    return None
+
+
 def version(root=ROOT):
     """1 or 2: the cgroup version whose memory controller this machine offers; None when it offers none."""
-    if os.path.isfile(os.path.join(root, "memory", "memory.limit_in_bytes")):
-        return 1
-    try:
-        with open(os.path.join(root, "cgroup.controllers")) as handle:
-            if "memory" in handle.read().split():
-                return 2
-    except OSError:
-        pass
-    return None
+    return _controller_version(root, os.path.join("memory", "memory.limit_in_bytes"), "memory")
 
 
 class _Group:
@@ -264,15 +265,7 @@ def disk_of(path):
 
 def io_version(root=ROOT):
     """1 or 2: the cgroup version whose I/O controller (v1 blkio with throttling, v2 io) this machine offers."""
-    if os.path.isfile(os.path.join(root, "blkio", "blkio.throttle.read_bps_device")):
-        return 1
-    try:
-        with open(os.path.join(root, "cgroup.controllers")) as handle:
-            if "io" in handle.read().split():
-                return 2
-    except OSError:
-        pass
-    return None
+    return _controller_version(root, os.path.join("blkio", "blkio.throttle.read_bps_device"), "io")
 
 
 class IoGroup(_Group):
