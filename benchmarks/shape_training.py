@@ -56,6 +56,7 @@ CHUNK = "compression.chunk_length_in_kb"
 # too). Each switch alters both tables' caching, which makes the clients re-prepare (knob_effects.set_row_cache).
 ROW_CACHE = "row_cache_size"
 ROW_CACHE_RANGE = [0, 256]
+ROW_CACHE_SWITCH_S = 30
 LIVE_KNOBS = (*RANGES, ROW_CACHE)
 
 
@@ -154,7 +155,10 @@ def table_windows(spec, chunk_kb, configs, args, sampler, probe, warmup_s, reset
     --window-s window; reset set at the end, also after an error. [(config, window record)], in the order of
     configs (fewer when the client stopped early). shape_racing.py measures its evaluations with it too."""
     table = ke.CHUNK_TABLES[chunk_kb]
-    total = warmup_s + len(configs) * (args.settle_s + args.window_s + 5) + 60
+    # A row cache switch alters both twin tables twice each (the re-prepare) and waits for schema agreement: the
+    # client's run is planned long enough for it, or its last windows would come after its end.
+    switch_s = ROW_CACHE_SWITCH_S if any(ROW_CACHE in config for config in configs) else 0
+    total = warmup_s + len(configs) * (args.settle_s + args.window_s + 5 + switch_s) + 60
     client = ke.Client(ke.client_params(spec, table, total, args.threads, args.records))
     client.start()
     # A client's first status lines come after its connections are up.

@@ -143,6 +143,11 @@ def test_a_table_run_sets_each_configuration_then_the_reset_and_keeps_one_record
     assert out == [(configs[0], ("race", 1, 2)), (configs[1], ("race", 3, 4))]
     assert applied == [*configs, {"concurrent_reads": 32}]
     assert _Client.started.params == (bench.ke.CHUNK_TABLES[4], 60 + 2 * (5 + 30 + 5) + 60)
+    # With the row cache among the knobs each window gets the time its switch takes.
+    applied.clear()
+    cached = [{"concurrent_reads": 32, "row_cache_size": 0}, {"concurrent_reads": 32, "row_cache_size": 128}]
+    bench.table_windows("b", 4, cached, args, _Sampler(), probe, 60, cached[0], "race")
+    assert _Client.started.params[1] == 60 + 2 * (5 + 30 + 5 + bench.ROW_CACHE_SWITCH_S) + 60
 
     # A client that stops early ends the run: the windows so far, the reset set all the same.
     applied.clear()
