@@ -917,7 +917,7 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
                     % (spec, raced, race["best"]["mean"], race["best"]["instances"], race["evaluations"])
                 )
             configs = arm_configs(args, defaults, config, raced)
-            if raced and raced.get(st.ROW_CACHE) and changes is not None:
+            if raced and raced.get(st.ROW_CACHE):
                 changes["row_cache"] = True
             base = configs["defaults"]
             work = st.workload_row(spec, args.records, args.threads)

@@ -74,7 +74,24 @@ class _Group:
     """What a node's control groups share: a folder under the parent, joined by PID, removed when empty."""
 
     kind = "control"
-    path = parent = ""
+    v1_dir = ""
+    missing = "%s"
+
+    def __init__(self, name, root=ROOT):
+        if not _NAME.match(str(name)):
+            raise CgroupError("%s group name %r: use letters, digits, '.', '_' or '-' (up to 64)" % (self.kind, name))
+        self.name = name
+        self.version = self.probe(root)
+        if self.version is None:
+            raise CgroupError(self.missing % root)
+        base = os.path.join(root, self.v1_dir) if self.version == 1 else root
+        self.parent = os.path.join(base, PARENT)
+        self.path = os.path.join(self.parent, name)
+
+    @staticmethod
+    def probe(root):
+        """The cgroup version whose controller the group needs (None: none)."""
+        return None
 
     def exists(self):
         return os.path.isdir(self.path)
@@ -150,19 +167,15 @@ class MemoryGroup(_Group):
 
     kind = "memory"
 
-    def __init__(self, name, root=ROOT):
-        if not _NAME.match(str(name)):
-            raise CgroupError("memory group name %r: use letters, digits, '.', '_' or '-' (up to 64)" % (name,))
-        self.name = name
-        self.version = version(root)
-        if self.version is None:
-            raise CgroupError(
-                "memory_limit: this machine offers no memory cgroup controller under %s (cgroup v1 'memory' or "
-                "v2 with memory in cgroup.controllers); unset memory_limit to run the node without one" % root
-            )
-        base = os.path.join(root, "memory") if self.version == 1 else root
-        self.parent = os.path.join(base, PARENT)
-        self.path = os.path.join(self.parent, name)
+    v1_dir = "memory"
+    missing = (
+        "memory_limit: this machine offers no memory cgroup controller under %s (cgroup v1 'memory' or v2 with "
+        "memory in cgroup.controllers); unset memory_limit to run the node without one"
+    )
+
+    @staticmethod
+    def probe(root):
+        return version(root)
 
     # -- files -------------------------------------------------------------------------------------------------
     def _file(self, key):
@@ -276,20 +289,20 @@ class IoGroup(_Group):
 
     kind = "I/O"
 
-    def __init__(self, name, root=ROOT):
-        if not _NAME.match(str(name)):
-            raise CgroupError("I/O group name %r: use letters, digits, '.', '_' or '-' (up to 64)" % (name,))
-        self.name = name
-        self.version = io_version(root)
-        if self.version is None:
-            raise CgroupError(
-                "disk_read_limit: this machine offers no I/O cgroup controller under %s (cgroup v1 'blkio' with "
-                "throttling, or v2 with io in cgroup.controllers); unset the disk limits to run the node without one"
-                % root
-            )
-        base = os.path.join(root, "blkio") if self.version == 1 else root
-        self.parent = os.path.join(base, PARENT)
-        self.path = os.path.join(self.parent, name)
+    v1_dir = "blkio"
+    missing = (
+        "disk_read_limit: this machine offers no I/O cgroup controller under %s (cgroup v1 'blkio' with throttling, "
+        "or v2 with io in cgroup.controllers); unset the disk limits to run the node without one"
+    )
+
+    @staticmethod
+    def probe(root):
+        return io_version(root)
+
+    def _fields(self, name, device):
+        """The fields after the device on each line of the group's file name that starts with device."""
+        lines = (_read(os.path.join(self.path, name)) or "").splitlines()
+        return [line.split()[1:] for line in lines if line.split()[:1] == [device]]
 
     def limits(self, device):
         """{"read_bps", "read_iops"} the group holds for device (None: no limit, or no group)."""
@@ -301,18 +314,15 @@ class IoGroup(_Group):
                 ("read_bps", "blkio.throttle.read_bps_device"),
                 ("read_iops", "blkio.throttle.read_iops_device"),
             ):
-                for line in (_read(os.path.join(self.path, name)) or "").splitlines():
-                    parts = line.split()
-                    if len(parts) == 2 and parts[0] == device and parts[1].isdigit() and int(parts[1]):
-                        out[key] = int(parts[1])
+                for fields in self._fields(name, device):
+                    if len(fields) == 1 and fields[0].isdigit() and int(fields[0]):
+                        out[key] = int(fields[0])
             return out
-        for line in (_read(os.path.join(self.path, "io.max")) or "").splitlines():
-            parts = line.split()
-            if parts and parts[0] == device:
-                for item in parts[1:]:
-                    key, _sep, value = item.partition("=")
-                    if key in ("rbps", "riops") and value.isdigit():
-                        out["read_bps" if key == "rbps" else "read_iops"] = int(value)
+        for fields in self._fields("io.max", device):
+            for item in fields:
+                key, _sep, value = item.partition("=")
+                if key in ("rbps", "riops") and value.isdigit():
+                    out["read_bps" if key == "rbps" else "read_iops"] = int(value)
         return out
 
     def ensure(self, device, read_bps=None, read_iops=None):
@@ -366,17 +376,14 @@ class IoGroup(_Group):
                 ("read_bytes", "blkio.throttle.io_service_bytes"),
                 ("read_ops", "blkio.throttle.io_serviced"),
             ):
-                for line in (_read(os.path.join(self.path, name)) or "").splitlines():
-                    parts = line.split()
-                    if len(parts) == 3 and parts[0] == device and parts[1] == "Read":
-                        out[key] = int(parts[2])
+                for fields in self._fields(name, device):
+                    if len(fields) == 2 and fields[0] == "Read":
+                        out[key] = int(fields[1])
         else:
-            for line in (_read(os.path.join(self.path, "io.stat")) or "").splitlines():
-                parts = line.split()
-                if parts and parts[0] == device:
-                    values = dict(item.partition("=")[::2] for item in parts[1:])
-                    out["read_bytes"] = int(values.get("rbytes", 0))
-                    out["read_ops"] = int(values.get("rios", 0))
+            for fields in self._fields("io.stat", device):
+                values = dict(item.partition("=")[::2] for item in fields)
+                out["read_bytes"] = int(values.get("rbytes", 0))
+                out["read_ops"] = int(values.get("rios", 0))
         return out
 
 
