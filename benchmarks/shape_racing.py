@@ -44,7 +44,7 @@ import time
 import knob_effects as ke
 import shape_training as st
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog
+from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog, cgroups
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_features
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import racing
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import speed_probe
@@ -159,7 +159,25 @@ def parse_args(argv):
         help="the twin tables' row cache in the space too (%s %d-%d MiB, off in the defaults)"
         % (st.ROW_CACHE, st.ROW_CACHE_RANGE[0], st.ROW_CACHE_RANGE[1]),
     )
+    parser.add_argument(
+        "--disk-read-limit",
+        default=None,
+        help="cap the bench node's disk reads at this rate (as 80M: bytes per second) for the race, through the "
+        "lab role's cassandra_node_disk_read_limit, as shape_tuning.py's option of the same name",
+    )
+    parser.add_argument(
+        "--disk-read-iops",
+        type=int,
+        default=0,
+        help="cap the bench node's disk reads at this many per second for the race (cassandra_node_disk_read_iops), "
+        "so that it races on the node shape the side-by-side comparison measures",
+    )
     args = parser.parse_args(argv)
+    try:
+        cgroups.parse_rate(args.disk_read_limit, "--disk-read-limit")
+        cgroups.parse_iops(args.disk_read_iops, "--disk-read-iops")
+    except cgroups.CgroupError as exc:
+        parser.error(str(exc))
     if args.workload not in ke.WORKLOADS:
         parser.error("--workload: %r is not allowed; choose from %s" % (args.workload, ", ".join(ke.WORKLOADS)))
     if args.budget < 2:
@@ -177,6 +195,17 @@ def main(argv=None):
         print(json.dumps({k: result[k] for k in ("best", "elites", "configurations", "evaluations")}, indent=1))
         return 0
     out, stamp, log, server_cpus = ke._shape.start_run("shape-racing")
+    capped = bool(args.disk_read_limit or args.disk_read_iops)
+    if capped:
+        ke._shape.cap_disk_reads([ke._shape.BENCH_NODE], args.disk_read_limit, args.disk_read_iops, log=log)
+    try:
+        return run_race(args, out, stamp, log, server_cpus)
+    finally:
+        if capped:
+            ke._shape.cap_disk_reads([ke._shape.BENCH_NODE], log=log)
+
+
+def run_race(args, out, stamp, log, server_cpus):
     ke._shape.ensure_loaded(args.records, log=log)
     log(ke._shape.describe())
     key_cache_mb = ke.defaults_key_cache(log=log)
