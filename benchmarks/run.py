@@ -108,6 +108,12 @@ class Experiment:
     outputs: bool = True
     extra: tuple = ()
     site: str | None = None
+    # How long it takes on this project's machine (2 vCPUs), in minutes (short size, full size), the servers'
+    # bring-up excluded (SITE_MINUTES): measured, in docs/benchmarks.md "How long the set takes", which names each
+    # figure's run; None: nothing measured at that size. estimated_full: the full size has not run at exactly that
+    # size, and its figure comes from the nearest run.
+    minutes: tuple = (None, None)
+    estimated_full: bool = False
 
     @property
     def server(self):
@@ -121,6 +127,7 @@ EXPERIMENTS = (
         "Dynamic reconfiguration: HPC job queue (1, 5, 10 jobs) and abrupt switching",
         "seed 001 (IRIS) Fig. 4-6",
         short=("--short", "--timing-repeats", "1"),
+        minutes=(0.3, 1.3),
     ),
     Experiment(
         "safety",
@@ -129,6 +136,8 @@ EXPERIMENTS = (
         "daily, MG-RAST-like) and the papers' ones",
         "issue criteria; seed 001 (IRIS) lookahead from accuracy",
         short=("--short", "--seeds", "1"),
+        minutes=(0.9, 11.0),
+        estimated_full=True,
     ),
     Experiment(
         "safety_new_cluster",
@@ -137,24 +146,29 @@ EXPERIMENTS = (
         "issue criteria",
         short=("--short", "--seeds", "1", "--prehistory-s", "0"),
         full=("--prehistory-s", "0"),
+        minutes=(0.4, 9.0),
+        estimated_full=True,
     ),
     Experiment(
         "scale_out",
         "scale_out.py",
         "Scale-out: 4, 8, 32 nodes, CL ONE and QUORUM, rolling vs aggressive vs complete-sets",
         "seed 001 (IRIS) Fig. 5",
+        minutes=(0.1, 0.6),
     ),
     Experiment(
         "hetero",
         "hetero_perf.py",
         "Heterogeneous perf/$: Cassandra and Redis, VM catalog, complete-sets",
         "seed 002 (OptimusCloud) Fig. 8-12",
+        minutes=(0.1, 0.4),
     ),
     Experiment(
         "noise",
         "noise_sensitivity.py",
         "Noise sensitivity: forecast, phase duration, throughput predictor",
         "seed 001 Fig. 7-8, seed 002 Fig. 14",
+        minutes=(0.1, 2.8),
     ),
     Experiment(
         "forecast_accuracy",
@@ -162,12 +176,14 @@ EXPERIMENTS = (
         "Forecast accuracy per horizon",
         "seed 001 (IRIS) Table 1",
         extra=("--jobs", "1"),
+        minutes=(0.1, 0.8),
     ),
     Experiment(
         "tactic_decision",
         "tactic_decision.py",
         "Tactic advisor: decision time, accuracy, online learning after drift",
         "seed 000 (PaSTA)",
+        minutes=(0.0, 0.1),
     ),
     Experiment(
         "rolling_availability",
@@ -178,6 +194,7 @@ EXPERIMENTS = (
         needs=LAB,
         outputs=False,
         site="lab",
+        minutes=(7.8, 9.1),
     ),
     Experiment(
         "rolling_availability_quorum",
@@ -192,6 +209,7 @@ EXPERIMENTS = (
         outputs=False,
         extra=("--cl", "QUORUM"),
         site="lab",
+        minutes=(7.4, 7.7),
     ),
     Experiment(
         "rolling_peer_down",
@@ -204,6 +222,8 @@ EXPERIMENTS = (
         outputs=False,
         extra=("--cl", "QUORUM", "--scenario", "peer"),
         site="lab",
+        minutes=(7.3, 8.0),
+        estimated_full=True,
     ),
     Experiment(
         "surrogate_accuracy",
@@ -211,6 +231,7 @@ EXPERIMENTS = (
         "Throughput surrogate R^2 / RMSE on held-out configurations",
         "seed 002 (OptimusCloud) R^2 0.91",
         short=("--splits", "5"),
+        minutes=(0.0, 0.0),
     ),
     Experiment(
         "resource_accuracy",
@@ -220,6 +241,7 @@ EXPERIMENTS = (
         needs="the bench Cassandra node and its calibrated resource model (ansible-playbook -i inventories/bench "
         "playbooks/lab_up.yml, then ansible-playbook -i inventories/bench playbooks/calibrate.yml)",
         site="bench",
+        minutes=(3.1, 14.4),
     ),
     Experiment(
         "baselines",
@@ -228,6 +250,8 @@ EXPERIMENTS = (
         "issue criteria; seed 001 (IRIS) +18.9 % / +25.7 % over static-optimized",
         needs=LAB,
         site="lab",
+        minutes=(29.7, 227.0),
+        estimated_full=True,
     ),
     Experiment(
         "observe_accuracy",
@@ -241,6 +265,7 @@ EXPERIMENTS = (
         needs=LAB,
         outputs=False,
         site="lab",
+        minutes=(2.0, 4.3),
     ),
     Experiment(
         "tactic_bootstrap",
@@ -250,6 +275,7 @@ EXPERIMENTS = (
         needs=BENCH_NODE,
         outputs=False,
         site="bench",
+        minutes=(1.8, 6.1),
     ),
     Experiment(
         "redis_memory",
@@ -260,6 +286,7 @@ EXPERIMENTS = (
         # and four candidates, 4 ABBA pairs of 30 s windows each, about 27 minutes; the short set about 6.
         needs="redis-server (Debian's package, which make bootstrap installs; the script starts and stops its own)",
         site="own",
+        minutes=(5.2, 27.0),
     ),
     Experiment(
         "knob_effects",
@@ -283,6 +310,8 @@ EXPERIMENTS = (
         ),
         needs=BENCH_NODE,
         site="bench",
+        minutes=(18.6, 45.0),
+        estimated_full=True,
     ),
     Experiment(
         "shape_racing",
@@ -298,6 +327,7 @@ EXPERIMENTS = (
         needs=BENCH_NODE,
         outputs=False,
         site="bench",
+        minutes=(5.8, 35.0),
     ),
     Experiment(
         "shape_tuning",
@@ -315,6 +345,8 @@ EXPERIMENTS = (
         needs=BENCH_NODE,
         outputs=False,
         site="bench",
+        minutes=(3.6, 61.0),
+        estimated_full=True,
     ),
     Experiment(
         "shape_dynamic",
@@ -331,6 +363,7 @@ EXPERIMENTS = (
         needs=BENCH_NODE,
         outputs=False,
         site="bench",
+        minutes=(24.8, 84.0),
     ),
     # Last: the longest, and its races and rounds start from scratch in the results folder.
     Experiment(
@@ -361,39 +394,11 @@ EXPERIMENTS = (
         needs=BENCH_NODE,
         outputs=False,
         site="bench",
+        minutes=(6.4, 36.3),
     ),
 )
 BY_NAME = {e.name: e for e in EXPERIMENTS}
 
-# How long each experiment takes on this project's machine (2 vCPUs), in minutes (short size, full size), the
-# servers' bring-up excluded (SITE_MINUTES): measured, in docs/benchmarks.md "How long the set takes", which names
-# each figure's run; the full sizes in ESTIMATED_FULL have not run at exactly that size, and their figure comes from
-# the nearest run. None: nothing measured at that size.
-EXPECTED_MINUTES = {
-    "dynamic": (0.3, 1.3),
-    "safety": (0.9, 11.0),
-    "safety_new_cluster": (0.4, 9.0),
-    "scale_out": (0.1, 0.6),
-    "hetero": (0.1, 0.4),
-    "noise": (0.1, 2.8),
-    "forecast_accuracy": (0.1, 0.8),
-    "tactic_decision": (0.0, 0.1),
-    "surrogate_accuracy": (0.0, 0.0),
-    "rolling_availability": (7.8, 9.1),
-    "rolling_availability_quorum": (7.4, 7.7),
-    "rolling_peer_down": (7.3, 8.0),
-    "resource_accuracy": (3.1, 14.4),
-    "baselines": (29.7, 227.0),
-    "observe_accuracy": (2.0, 4.3),
-    "tactic_bootstrap": (1.8, 6.1),
-    "redis_memory": (5.2, 27.0),
-    "knob_effects": (18.6, 45.0),
-    "shape_racing": (5.8, 35.0),
-    "shape_tuning": (3.6, 61.0),
-    "shape_dynamic": (24.8, 84.0),
-    "tuning_gain": (6.4, 36.3),
-}
-ESTIMATED_FULL = {"safety", "safety_new_cluster", "rolling_peer_down", "baselines", "knob_effects", "shape_tuning"}
 # Bringing a site up and stopping it, in minutes, when the run starts it.
 SITE_MINUTES = {"own": 0.0, "lab": 2.6, "bench": 0.8}
 
@@ -401,18 +406,18 @@ SITE_MINUTES = {"own": 0.0, "lab": 2.6, "bench": 0.8}
 def expected(experiments, short, servers):
     """(minutes, unmeasured, estimated): the wall time the chosen experiments are expected to take at their size,
     their sites' bring-up included when servers is start (a site already up takes none), the names with no figure
-    at that size, and the minutes of the total that come from a run of another size (ESTIMATED_FULL)."""
+    at that size, and the minutes of the total that come from a run of another size (an experiment's estimated_full)."""
     index = 0 if short else 1
     total, unmeasured, sites, estimated = 0.0, [], [], 0.0
     for experiment in experiments:
         if experiment.server and servers == "skip":
             continue
-        minutes = EXPECTED_MINUTES.get(experiment.name, (None, None))[index]
+        minutes = experiment.minutes[index]
         if minutes is None:
             unmeasured.append(experiment.name)
         else:
             total += minutes
-            if not short and experiment.name in ESTIMATED_FULL:
+            if not short and experiment.estimated_full:
                 estimated += minutes
         if experiment.server and experiment.site not in sites:
             sites.append(experiment.site)
@@ -721,7 +726,7 @@ def summary(records, info, out_dir):
             f for f in (record["name"] + ".md", record["name"] + ".csv") if os.path.exists(os.path.join(out_dir, f))
         ]
         files += record.get("plots") or []
-        minutes = EXPECTED_MINUTES.get(experiment.name, (None, None))[0 if info["size"] == "short" else 1]
+        minutes = experiment.minutes[0 if info["size"] == "short" else 1]
         lines.append(
             "| %s | %s | %s | %s | %s | %s |"
             % (
@@ -783,7 +788,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.list:
         for e in EXPERIMENTS:
-            short, full = ("-" if m is None else duration_text(m) for m in EXPECTED_MINUTES.get(e.name, (None, None)))
+            short, full = ("-" if m is None else duration_text(m) for m in e.minutes)
             print(
                 "%-28s short %-8s full %-9s %-40s %s"
                 % (e.name, short, full, e.paper, "needs " + e.needs if e.server else "no server")

@@ -209,15 +209,16 @@ def test_an_experiment_with_a_server_of_its_own_runs_only_with_servers_and_bring
 
 
 def test_every_experiment_has_its_expected_time_and_the_run_says_how_long(monkeypatch):
-    assert set(run.EXPECTED_MINUTES) == set(run.BY_NAME)
-    assert all(len(pair) == 2 for pair in run.EXPECTED_MINUTES.values())
+    import dataclasses
+
+    # Every experiment carries its figure at both sizes (a short one measured for each).
+    assert all(len(e.minutes) == 2 and e.minutes[0] is not None for e in run.EXPERIMENTS)
     assert set(run.SITE_MINUTES) == set(run.SITES)
-    monkeypatch.setattr(
-        run, "EXPECTED_MINUTES", dict(run.EXPECTED_MINUTES, hetero=(0.5, 2.0), knob_effects=(9.0, None))
-    )
     monkeypatch.setattr(run, "SITE_MINUTES", dict(run.SITE_MINUTES, bench=1.5))
     monkeypatch.setattr(run, "site_up", lambda site, timeout=2.0: False)
-    chosen = [run.BY_NAME["hetero"], run.BY_NAME["knob_effects"]]
+    hetero = dataclasses.replace(run.BY_NAME["hetero"], minutes=(0.5, 2.0))
+    knobs = dataclasses.replace(run.BY_NAME["knob_effects"], minutes=(9.0, None))
+    chosen = [hetero, knobs]
     # Servers skipped: only the simulation counts.
     assert run.expected(chosen, True, "skip") == (0.5, [], 0.0)
     # Started: the bench node's bring-up counts once; a size with no figure is named, not guessed.
@@ -225,7 +226,7 @@ def test_every_experiment_has_its_expected_time_and_the_run_says_how_long(monkey
     assert run.expected(chosen, False, "start") == (3.5, ["knob_effects"], 0.0)
     line = run.expected_line(chosen, False, "start")
     assert line.startswith("expected: about 4 min on 2 CPUs,") and "plus knob_effects, not measured" in line
-    monkeypatch.setattr(run, "ESTIMATED_FULL", {"hetero"})
+    chosen = [dataclasses.replace(hetero, estimated_full=True), knobs]
     assert run.expected(chosen, False, "skip") == (2.0, [], 2.0)
     assert "(2 min of it from runs of a nearby size)" in run.expected_line(chosen, False, "skip")
     assert [run.duration_text(m) for m in (0.3, 45, 125)] == ["18 s", "45 min", "2 h 05 min"]
