@@ -421,6 +421,19 @@ def start_node(node=BENCH_NODE):
     playbook("lab_up.yml", node)
 
 
+def restart_fresh(node=BENCH_NODE, log=print):
+    """Stop a running node and start it again as start_node does: a new JVM, its memory group new and empty. What
+    a node's earlier runs left in its process (a row cache's off-heap memory kept after its capacity went to 0, heap
+    pages touched by a compaction) stays resident until it stops, and takes its place from the page cache a limit
+    leaves. Returns the seconds it took."""
+    began = time.monotonic()
+    playbook("lab_down.yml", node)
+    start_node(node)
+    seconds = round(time.monotonic() - began, 1)
+    log("%s restarted fresh in %.0f s" % (node.name, seconds))
+    return seconds
+
+
 def reload(sets, log=print, node=BENCH_NODE):
     """Truncate the tables, stop the node, link the data sets in, start it (the node starts cold)."""
     began = time.monotonic()

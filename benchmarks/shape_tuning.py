@@ -764,6 +764,13 @@ def parse_args(argv):
         help="cap every node's disk reads at this many per second for the run (cassandra_node_disk_read_iops); "
         "beside or instead of --disk-read-limit",
     )
+    parser.add_argument(
+        "--keep-nodes",
+        action="store_true",
+        help="pairs or concurrent: leave a node that runs already as it is; by default it is restarted first, so "
+        "that both nodes start the node A/A as new JVMs, as the nodes the run starts (what earlier runs left in a "
+        "node's process, such as a row cache's memory, takes page cache from its memory group)",
+    )
     parser.add_argument("--reload", action="store_true", help="reload the data sets even when they are in place")
     parser.add_argument("--records", type=int, default=4000000)
     parser.add_argument("--threads", type=int, default=64)
@@ -971,6 +978,11 @@ def main(argv=None):
         if args.disk_read_limit or args.disk_read_iops:
             ke._shape.cap_disk_reads(nodes, args.disk_read_limit, args.disk_read_iops, log=log)
         with tuned_node_restored(log, stopping=started) as changes:
+            if args.design in PAIRED and not args.keep_nodes:
+                for node in nodes:
+                    if ke._shape.node_running(node):
+                        log("restarting %s first: a new JVM beside the nodes this run starts" % node.name)
+                        ke._shape.restart_fresh(node, log=log)
             for node in own:
                 if not ke._shape.node_running(node):
                     # A node of this run's own: started here (about 90 s) and stopped at the end.
