@@ -319,11 +319,12 @@ EXPERIMENTS = (
         "Iterated racing on the node shape (live knobs and the twin tables' chunk length), warm windows as its "
         "evaluations, on the budget of windows the shape surrogate was fitted on",
         "issue: a lab where tuning matters; seed 004 (irace)",
-        # 16 windows of 50 s after a 5 min warm-up, the other table rewarmed 2 min at each change: about 25
-        # minutes for B. Its best is re-measured beside the surrogate + GA's by shape_tuning.py --design concurrent
-        # --raced <its history>. The short set: 4 windows of 20 s after a 1 min warm-up, about 4 minutes.
+        # 16 windows of 50 s after a 5 min warm-up, the other table rewarmed 2 min at each change, the row cache in
+        # the space and the node's disk reads capped as in shape_tuning's run: about 33 minutes for B. Its best is
+        # re-measured beside the surrogate + GA's and cassandra_latest by shape_tuning (--raced, this race's
+        # folder). The short set: 4 windows of 20 s after a 1 min warm-up, about 4 minutes.
         short=("--budget", "4", "--window-s", "20", "--warmup-s", "60", "--rewarm-s", "30"),
-        full=("--workload", "b", "--budget", "16"),
+        full=("--workload", "b", "--budget", "16", "--row-cache", "--disk-read-iops", "1200"),
         needs=BENCH_NODE,
         outputs=False,
         site="bench",
@@ -335,13 +336,30 @@ EXPERIMENTS = (
         "Surrogate + GA on the node shape (the shape surrogate the repository ships) against the defaults, with the "
         "defaults against themselves as the floor, rounds of client runs in rotated order",
         "issue: a lab where tuning matters; seed 002 (surrogate + GA)",
-        # A round is a client run per arm of settle + window on a table of the data set (about 90 s each at the
-        # full size). The full set runs the tuned configuration and the experts' cassandra_latest.yaml each on a
-        # node of its own (started, loaded and stopped by the script, about 3.5 min each; the BTI data set is
-        # written once in about 95 s): a 5 min warm-up per table, then 8 rounds of four arms, about 70 minutes
-        # for B. The short set: 2 rounds of three arms on the bench node, 20 s windows, about 3 minutes.
+        # The full set: the concurrent design (docs/benchmarks.md "Two nodes that agree"), every node's disk reads
+        # capped at 1,200 a second, the tables compacted first; phases of a 5 min warm-up and 4 pairs of 60 s
+        # windows at the same moment: the node A/A, the surrogate + GA's configuration, the best of shape_racing's
+        # race (the newest finished one in its folder) and cassandra_latest on nodes of their own, started and
+        # stopped by the script. The short set: 2 rounds of three arms on the bench node, 20 s windows, about 3
+        # minutes.
         short=("--rounds", "2", "--window-s", "20", "--settle-s", "10"),
-        full=("--workloads", "b", "--rounds", "8", "--latest", "--tuned-node", "--warmup-s", "300"),
+        full=(
+            "--workloads",
+            "b",
+            "--design",
+            "concurrent",
+            "--rounds",
+            "4",
+            "--latest",
+            "--raced",
+            ".lab/bench/shape-racing",
+            "--disk-read-iops",
+            "1200",
+            "--warmup-s",
+            "300",
+            "--compact-first",
+            "--table-state",
+        ),
         needs=BENCH_NODE,
         outputs=False,
         site="bench",

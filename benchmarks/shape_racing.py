@@ -35,6 +35,7 @@ the race's best beside the defaults and the surrogate + GA's configuration in a 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import random
@@ -76,6 +77,22 @@ def make_race(spec, budget, seed, first_test, key_cache_mb, row_cache=False):
         first_test=first_test,
         each_test=1,
     )
+
+
+def newest_race(folder, workload):
+    """The history of the newest finished race of this workload in folder (shape_racing.py's run folder), or None:
+    how `make bench` hands the race it ran to shape_tuning.py --raced."""
+    found = glob.glob(os.path.join(folder, "race-%s-*.jsonl" % workload))
+    for path in sorted(found, key=os.path.getmtime, reverse=True):
+        history = racing.TrialHistory(path)
+        if not history.header or not history.header.get("instances"):
+            continue
+        try:
+            race_best(path)
+        except SystemExit:
+            continue  # a race stopped before its end
+        return path
+    return None
 
 
 def race_best(path):

@@ -742,7 +742,8 @@ def parse_args(argv):
         "--raced",
         default=None,
         help="pairs or concurrent: a phase more, the best configuration of a race on this node shape "
-        "(benchmarks/shape_racing.py's history) on the tuned node, measured as the surrogate + GA's is",
+        "(benchmarks/shape_racing.py's history) on the tuned node, measured as the surrogate + GA's is; a folder: "
+        "the newest finished race of each workload in it (none: no such phase)",
     )
     parser.add_argument(
         "--compact-first",
@@ -917,8 +918,12 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
         for spec in args.workloads:
             config, predicted, per_chunk = tuned_config(model, hardware, spec, args.records, args.threads, defaults)
             raced = race = None
-            if args.raced:
-                raced, race = shape_racing.race_best(args.raced)
+            history = args.raced
+            if history and os.path.isdir(history):
+                history = shape_racing.newest_race(history, spec)
+                log("%s: the newest finished race in %s: %s" % (spec, args.raced, history or "none, no raced phase"))
+            if history:
+                raced, race = shape_racing.race_best(history)
                 log(
                     "%s: raced %s (mean %s ops/s over its %d windows of the race, %d windows in all)"
                     % (spec, raced, race["best"]["mean"], race["best"]["instances"], race["evaluations"])
@@ -949,7 +954,7 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
                     "per_chunk": {str(k): v for k, v in per_chunk.items()},
                     "race": None
                     if race is None
-                    else {"history": args.raced, "best": race["best"], "evaluations": race["evaluations"]},
+                    else {"history": history, "best": race["best"], "evaluations": race["evaluations"]},
                     "windows": windows,
                     "switches": switches,
                 }

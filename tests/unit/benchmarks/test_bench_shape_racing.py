@@ -65,6 +65,33 @@ def test_the_raced_configuration_is_a_phase_on_the_tuned_node(tmp_path):
     assert [phase for phase, _a, _b in shape_tuning.pair_phases(configs)] == ["node A/A", "tuned", "raced"]
 
 
+def test_a_folder_hands_over_the_newest_finished_race_of_the_workload(tmp_path):
+    folder = tmp_path / "shape-racing"
+    folder.mkdir()
+    assert bench.newest_race(str(folder), "b") is None
+    history, _race, _result = _raced(folder)
+    finished = folder / "race-b-20261207T000000Z.jsonl"
+    os.rename(history, finished)
+    # A newer race stopped before its end, and another workload's, are passed over.
+    lines = finished.read_text(encoding="utf-8").splitlines()
+    stopped = folder / "race-b-20261207T010000Z.jsonl"
+    stopped.write_text("\n".join(lines[:3]) + "\n", encoding="utf-8")
+    other = folder / "race-a-20261207T020000Z.jsonl"
+    other.write_text(finished.read_text(encoding="utf-8"), encoding="utf-8")
+    os.utime(stopped, (2e9, 2e9))
+    os.utime(other, (2.1e9, 2.1e9))
+    assert bench.newest_race(str(folder), "b") == str(finished)
+    assert bench.newest_race(str(folder), "e") is None
+
+
+def test_the_bad_disk_caps_of_a_race_are_refused_by_name(capsys):
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--disk-read-iops", "-3"])
+    assert "--disk-read-iops" in capsys.readouterr().err
+    args = bench.parse_args(["--disk-read-iops", "1200", "--disk-read-limit", "80M"])
+    assert (args.disk_read_iops, args.disk_read_limit) == (1200, "80M")
+
+
 def test_raced_is_refused_outside_the_paired_designs(capsys):
     with pytest.raises(SystemExit):
         shape_tuning.parse_args(["--design", "rounds", "--raced", "race.jsonl"])
