@@ -328,7 +328,7 @@ EXPERIMENTS = (
         needs=BENCH_NODE,
         outputs=False,
         site="bench",
-        minutes=(5.8, 35.0),
+        minutes=(5.8, 33.0),
     ),
     Experiment(
         "shape_tuning",
@@ -363,8 +363,7 @@ EXPERIMENTS = (
         needs=BENCH_NODE,
         outputs=False,
         site="bench",
-        minutes=(3.6, 61.0),
-        estimated_full=True,
+        minutes=(3.6, 51.0),
     ),
     Experiment(
         "shape_dynamic",

@@ -548,3 +548,23 @@ def test_disk_read_caps_are_checked_held_for_every_start_and_lifted(monkeypatch,
 class _Ok:
     returncode = 0
     stderr = ""
+
+
+def test_a_node_restarted_fresh_is_stopped_then_started_cold_with_its_caps(monkeypatch):
+    shape = bench.ke._shape
+    calls, dropped = [], []
+    monkeypatch.setattr(
+        shape,
+        "run_playbook",
+        lambda path, inventory, extra_vars=None: calls.append((os.path.basename(path), extra_vars)) or _Ok(),
+    )
+    monkeypatch.setattr(shape.bulk, "drop_cached", dropped.append)
+    caps = {"cassandra_node_disk_read_limit": "", "cassandra_node_disk_read_iops": 1200}
+    monkeypatch.setattr(shape, "DISK_CAPS", {shape.BENCH_NODE.name: caps})
+    seconds = shape.restart_fresh(shape.BENCH_NODE, log=lambda line: None)
+    # A new JVM and a new memory group: stopped (the group removed), its data's pages dropped, started with the
+    # caps the run holds on it.
+    assert calls == [("lab_down.yml", None), ("lab_up.yml", caps)] and seconds >= 0
+    assert dropped == [shape.BENCH_NODE.data_dir]
+    assert bench.parse_args(["--design", "concurrent", "--rounds", "4", "--keep-nodes"]).keep_nodes
+    assert not bench.parse_args(["--design", "concurrent", "--rounds", "4"]).keep_nodes
