@@ -247,3 +247,16 @@ def test_a_stopped_rolls_lock_is_named_before_the_run_with_how_to_release_it(tmp
     assert "cluster cassandra" in line and "on cassandra2: 127.0.0.1 went down;" in line
     assert str(tmp_path / "cassandra.lock") in line
     assert "rolling_lock -a 'name=cassandra state=released force=true'" in line
+
+
+@pytest.mark.parametrize("name", ["knob_effects", "shape_racing", "shape_tuning", "shape_dynamic", "redis_memory"])
+def test_the_node_shape_experiments_arguments_parse_at_both_sizes(name, tmp_path):
+    # A typo in an experiment's arguments would surface only hours into `make bench`.
+    import importlib
+
+    module = importlib.import_module(run.BY_NAME[name].script[: -len(".py")])
+    for short in (True, False):
+        argv = run.command(run.BY_NAME[name], short, str(tmp_path))
+        script = next(i for i, part in enumerate(argv) if part.endswith(run.BY_NAME[name].script))
+        args = argv[script + 1 :]
+        assert module.parse_args(args) is not None, (name, short, args)
