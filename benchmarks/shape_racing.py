@@ -44,6 +44,7 @@ import time
 
 import knob_effects as ke
 import shape_training as st
+from _common import ROOT
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog, cgroups
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_features
@@ -53,11 +54,18 @@ from ansible_collections.tactician.nosql.plugins.module_utils.trials import spee
 CHUNKS = (4, 16)
 
 
-def make_race(spec, budget, seed, first_test, key_cache_mb, row_cache=False):
+def make_race(spec, budget, seed, first_test, key_cache_mb, row_cache=False, on_latest=False):
     """The race over the live knobs and the twin tables' chunk length, the defaults (16 KiB) seeded in; with
-    row_cache, the twin tables' row cache too (off in the defaults)."""
+    row_cache, the twin tables' row cache too (off in the defaults). on_latest: on the latest node, seeded with
+    cassandra_latest.yaml's own values: its one table (16 KiB, BTI files, which use no key cache: the key cache is
+    left out), the other live knobs and the row cache raced on top of the experts' configuration."""
     ranges = dict(st.design_ranges(row_cache), **{st.CHUNK: [min(CHUNKS), max(CHUNKS)]})
     defaults = dict(st.design_defaults(key_cache_mb, row_cache), **{st.CHUNK: 16})
+    fixed = None
+    if on_latest:
+        ranges.pop("key_cache_size")
+        defaults.pop("key_cache_size")
+        fixed = {st.CHUNK: 16}
     space = surrogate_features.FeatureSpace(
         catalog.Catalog.for_store("cassandra", "5.0"), list(ranges), ranges=ranges, defaults=defaults
     )
@@ -67,16 +75,25 @@ def make_race(spec, budget, seed, first_test, key_cache_mb, row_cache=False):
         ok = int(config.get(st.CHUNK, 16)) in CHUNKS
         return ok, "" if ok else "%s: only the twin tables' %s KiB" % (st.CHUNK, " and ".join(map(str, CHUNKS)))
 
+    node = {"node": ke._shape.LATEST_NODE.name} if on_latest else {}
     return racing.Race(
         space,
-        [{"workload": spec, "seed": index} for index in range(budget)],
+        [dict(node, workload=spec, seed=index) for index in range(budget)],
         budget_evaluations=budget,
         seed=seed,
         initial=[defaults],
         feasible=twin_table,
         first_test=first_test,
         each_test=1,
+        fixed=fixed,
     )
+
+
+def race_node(header_or_instances):
+    """The node a race ran on: the latest node when its instances say so, else the bench node."""
+    instances = header_or_instances.get("instances") if isinstance(header_or_instances, dict) else header_or_instances
+    on_latest = bool(instances) and instances[0].get("node") == ke._shape.LATEST_NODE.name
+    return ke._shape.LATEST_NODE if on_latest else ke._shape.BENCH_NODE
 
 
 def newest_race(folder, workload):
@@ -101,27 +118,29 @@ def race_best(path):
     header = history.header
     if not header or not header.get("instances"):
         raise SystemExit("--raced: %s is not a race history (no tactician.race/v1 header)" % path)
+    on_latest = race_node(header) is ke._shape.LATEST_NODE
     race = make_race(
         header["instances"][0]["workload"],
         header["budget_evaluations"],
         header["seed"],
         header["first_test"],
-        header["initial"][0]["key_cache_size"],
+        header["initial"][0].get("key_cache_size", 0),
         row_cache=st.ROW_CACHE in header["initial"][0],
+        on_latest=on_latest,
     )
     pending, result = race.ask(history)
     if pending:
         raise SystemExit(
             "--raced: the race of %s has not finished (%d evaluations pending)" % (path, result["pending"])
         )
-    return {k: int(v) for k, v in result["best"]["config"].items()}, result
+    return {k: int(v) for k, v in result["best"]["config"].items()}, dict(result, node=race_node(header).name)
 
 
 def live_part(config):
     return {k: int(v) for k, v in config.items() if k in st.LIVE_KNOBS}
 
 
-def measure(spec, pending, args, sampler, probe, log, warm, rng, reset):
+def measure(spec, pending, args, sampler, probe, log, warm, rng, reset, node=None):
     """Run the pending evaluations, grouped by table: [(config, index, record)]. warm: {"table": the table the node
     last read} (updated). reset: the live knobs set back after each table's windows, the node's own defaults (its
     key cache as found at the start, not a constant: the defaults of shape_training have none)."""
@@ -137,7 +156,16 @@ def measure(spec, pending, args, sampler, probe, log, warm, rng, reset):
         warmup = 0.0 if warm.get("table") == chunk else (args.rewarm_s if warm.get("table") else args.warmup_s)
         log("%s KiB: %s %d windows" % (chunk, "warm-up %d s, then" % warmup if warmup else "warm,", len(items)))
         measured = st.table_windows(
-            spec, chunk, [live_part(c) for c, _i in items], args, sampler, probe, warmup, live_part(reset), "race"
+            spec,
+            chunk,
+            [live_part(c) for c, _i in items],
+            args,
+            sampler,
+            probe,
+            warmup,
+            live_part(reset),
+            "race",
+            node=node,
         )
         warm["table"] = chunk
         for (config, index), (_live, record) in zip(items, measured, strict=False):
@@ -177,6 +205,13 @@ def parse_args(argv):
         % (st.ROW_CACHE, st.ROW_CACHE_RANGE[0], st.ROW_CACHE_RANGE[1]),
     )
     parser.add_argument(
+        "--on-latest",
+        action="store_true",
+        help="race on the latest node (started for the race when it is not running, and stopped after), seeded "
+        "with cassandra_latest.yaml's own values: the live knobs and, with --row-cache, the row cache on top of the "
+        "experts' configuration (its one 16 KiB BTI table; no key cache, which BTI files do not use)",
+    )
+    parser.add_argument(
         "--disk-read-limit",
         default=None,
         help="cap the bench node's disk reads at this rate (as 80M: bytes per second) for the race, through the "
@@ -207,29 +242,40 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     if args.dry_run:
-        race = make_race(args.workload, args.budget, args.seed, args.first_test, 51, args.row_cache)
+        race = make_race(args.workload, args.budget, args.seed, args.first_test, 51, args.row_cache, args.on_latest)
         result = race.run(made_up, args.history)
         print(json.dumps({k: result[k] for k in ("best", "elites", "configurations", "evaluations")}, indent=1))
         return 0
     out, stamp, log, server_cpus = ke._shape.start_run("shape-racing")
+    node = ke._shape.LATEST_NODE if args.on_latest else ke._shape.BENCH_NODE
     capped = bool(args.disk_read_limit or args.disk_read_iops)
-    if capped:
-        ke._shape.cap_disk_reads([ke._shape.BENCH_NODE], args.disk_read_limit, args.disk_read_iops, log=log)
+    started = False
     try:
-        return run_race(args, out, stamp, log, server_cpus)
-    finally:
         if capped:
-            ke._shape.cap_disk_reads([ke._shape.BENCH_NODE], log=log)
+            ke._shape.cap_disk_reads([node], args.disk_read_limit, args.disk_read_iops, log=log)
+        if node is not ke._shape.BENCH_NODE and not ke._shape.node_running(node):
+            log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
+            started = True
+            ke._shape.start_node(node)
+        return run_race(args, out, stamp, log, server_cpus, node)
+    finally:
+        if capped and not started:
+            ke._shape.cap_disk_reads([node], log=log)
+        if started:
+            log("stopping %s" % node.name)
+            ke._shape.DISK_CAPS.pop(node.name, None)  # its group goes with it
+            ke._shape.playbook("lab_down.yml", node)
 
 
-def run_race(args, out, stamp, log, server_cpus):
-    ke._shape.ensure_loaded(args.records, log=log)
+def run_race(args, out, stamp, log, server_cpus, node):
+    ke._shape.ensure_loaded(args.records, log=log, node=node)
     log(ke._shape.describe())
-    key_cache_mb = ke.defaults_key_cache(log=log)
-    race = make_race(args.workload, args.budget, args.seed, args.first_test, key_cache_mb, args.row_cache)
+    on_latest = node is ke._shape.LATEST_NODE
+    key_cache_mb = 0 if on_latest else ke.defaults_key_cache(log=log)
+    race = make_race(args.workload, args.budget, args.seed, args.first_test, key_cache_mb, args.row_cache, on_latest)
     reset = race.initial[0]  # the node's defaults, its configured key cache: what every table's windows set back
     history = args.history or os.path.join(out, "race-%s-%s.jsonl" % (args.workload, stamp))
-    sampler = ke.Sampler(ke._shape.server_pid())
+    sampler = ke.Sampler(ke._shape.server_pid(node), node.group)
     rng = random.Random(args.seed)
     warm = {}
     began = time.monotonic()
@@ -244,15 +290,16 @@ def run_race(args, out, stamp, log, server_cpus):
                 "race: %d evaluations pending, %d done; leader %s"
                 % (state["pending"], state["evaluations"], state.get("leader"))
             )
-            for config, index, record in measure(args.workload, pending, args, sampler, probe, log, warm, rng, reset):
+            measured = measure(args.workload, pending, args, sampler, probe, log, warm, rng, reset, node)
+            for config, index, record in measured:
                 if not record.get("ops_s"):
                     raise SystemExit("instance %d of %s: the window has no throughput" % (index, config))
                 extra = {k: record.get(k) for k in ("server_cpu", "client_side_cpu", "cpu_speed", "read_mb_s")}
                 race.tell(history, config, index, record["ops_s"], record["seconds"], extra={"run": extra})
     result = state
     lines = [
-        "Race on workload %s, %d windows of %d s (%.0f min in all); history %s"
-        % (args.workload, result["evaluations"], args.window_s, (time.monotonic() - began) / 60, history),
+        "Race on workload %s on %s, %d windows of %d s (%.0f min in all); history %s"
+        % (args.workload, node.name, result["evaluations"], args.window_s, (time.monotonic() - began) / 60, history),
         "best: %s (mean %s ops/s over %d instances)"
         % (result["best"]["config"], result["best"]["mean"], result["best"]["instances"]),
     ]

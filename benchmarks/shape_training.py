@@ -150,23 +150,25 @@ def drift_corrected(measured, reference):
     return out
 
 
-def table_windows(spec, chunk_kb, configs, args, sampler, probe, warmup_s, reset, label="-", log=None):
-    """One warm client on the table of chunk_kb: after warmup_s, per config its live knobs set, --settle-s, then a
-    --window-s window; reset set at the end, also after an error. [(config, window record)], in the order of
-    configs (fewer when the client stopped early). shape_racing.py measures its evaluations with it too."""
-    table = ke.CHUNK_TABLES[chunk_kb]
+def table_windows(spec, chunk_kb, configs, args, sampler, probe, warmup_s, reset, label="-", log=None, node=None):
+    """One warm client on the node's table of chunk_kb (the bench node by default): after warmup_s, per config its
+    live knobs set, --settle-s, then a --window-s window; reset set at the end, also after an error. [(config,
+    window record)], in the order of configs (fewer when the client stopped early). shape_racing.py measures its
+    evaluations with it too."""
+    node = node or ke._shape.BENCH_NODE
+    table = node.tables[chunk_kb]
     # A row cache switch alters both twin tables twice each (the re-prepare) and waits for schema agreement: the
     # client's run is planned long enough for it, or its last windows would come after its end.
     switch_s = ROW_CACHE_SWITCH_S if any(ROW_CACHE in config for config in configs) else 0
     total = warmup_s + len(configs) * (args.settle_s + args.window_s + 5 + switch_s) + 60
-    client = ke.Client(ke.client_params(spec, table, total, args.threads, args.records))
+    client = ke.Client(ke.client_params(spec, table, total, args.threads, args.records, node=node))
     client.start()
     # A client's first status lines come after its connections are up.
     time.sleep(max(warmup_s, 10.0))
     windows = []
     try:
         for index, config in enumerate(configs):
-            apply_config(config)
+            apply_config(config, node)
             time.sleep(args.settle_s)
             start = sampler.sample()
             time.sleep(args.window_s)
@@ -176,7 +178,7 @@ def table_windows(spec, chunk_kb, configs, args, sampler, probe, warmup_s, reset
             if client.error or not client.is_alive():
                 break
     finally:
-        apply_config(reset)
+        apply_config(reset, node)
     client.join()
     if client.error:
         raise SystemExit("%s: the client failed: %s" % (spec, client.error))

@@ -380,7 +380,9 @@ def measure_pairs(spec, configs, args, samplers, probe, log, switches=None, tune
             for label in labels[index : index + step]:
                 config = a_config if label == "A" else b_config
                 node = node_of(config)
-                if node is not ke._shape.LATEST_NODE:
+                # The latest node's own arm has no live knobs (its settings are its cassandra.yaml); a race on top
+                # of it (shape_racing.py --on-latest) has.
+                if live_part(config):
                     st.apply_config(live_part(config), node)
                 runs.append((label, config[st.CHUNK], node))
             began = time.time()
@@ -647,7 +649,7 @@ def warm_together(spec, a_config, b_config, phase, args, samplers, probe, log):
     runs = []
     for config in (a_config, b_config):
         node = node_of(config)
-        if node is not ke._shape.LATEST_NODE:
+        if live_part(config):
             st.apply_config(live_part(config), node)
         runs.append((spec, node.tables[config[st.CHUNK]], samplers[node.name], "warm-up", node))
     settle = min(30.0, args.warmup_s / 2.0)
@@ -670,7 +672,7 @@ def warm_up(spec, configs, args, samplers, probe, log):
     seen = []
     for config in configs.values():
         node = node_of(config)
-        if node is not ke._shape.LATEST_NODE:
+        if live_part(config):
             st.apply_config(live_part(config), node)
         key = (node.name, node.tables[config[st.CHUNK]])
         if key in seen:
@@ -831,7 +833,8 @@ def arm_configs(args, defaults, tuned, raced=None):
     configs = {"defaults": base}
     if not args.no_tuned:
         configs["tuned"] = dict(tuned, node=TUNED) if args.tuned_node else tuned
-    if raced is not None:
+    on_latest = raced is not None and raced.get("node") == LATEST
+    if raced is not None and not on_latest:
         configs[RACED] = dict(raced, node=TUNED)
     for scaling in args.ucs:
         configs[ucs_arm(scaling)] = dict(base, node=TUNED, **{UCS: scaling})
@@ -839,6 +842,9 @@ def arm_configs(args, defaults, tuned, raced=None):
         configs[node_phase_arm(name)] = dict(base, node=TUNED, **changes)
     if args.latest:
         configs[LATEST] = {"node": LATEST, st.CHUNK: 16}
+    if on_latest:
+        # After the latest node's own phase, which its live knobs and row cache must not reach.
+        configs[RACED] = dict(raced, **{st.CHUNK: 16})
     configs["defaults again"] = base
     return configs
 
@@ -861,8 +867,9 @@ def tuned_node_restored(log, stopping=()):
             )
         if changes.get("row_cache"):
             # The tables' caching is in the node's schema, which outlives a stop: a later run must not find it on.
-            log("switching the row cache of %s off" % tuned.name)
-            st.apply_config({st.ROW_CACHE: 0}, tuned)
+            node = tuned if changes["row_cache"] is True else changes["row_cache"]
+            log("switching the row cache of %s off" % node.name)
+            st.apply_config({st.ROW_CACHE: 0}, node)
         restarted = changes["restart"]
         if (restarted.get("settings") or restarted.get("heap")) and tuned not in stopping:
             log("restarting %s with its own settings" % tuned.name)
@@ -924,13 +931,20 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
                 log("%s: the newest finished race in %s: %s" % (spec, args.raced, history or "none, no raced phase"))
             if history:
                 raced, race = shape_racing.race_best(history)
+                if race["node"] == ke._shape.LATEST_NODE.name:
+                    if not args.latest:
+                        raise SystemExit(
+                            "--raced: %s raced on top of cassandra_latest (shape_racing.py --on-latest); add --latest, "
+                            "so that its phase has the latest node's own beside it" % history
+                        )
+                    raced = dict(raced, node=LATEST)
                 log(
                     "%s: raced %s (mean %s ops/s over its %d windows of the race, %d windows in all)"
                     % (spec, raced, race["best"]["mean"], race["best"]["instances"], race["evaluations"])
                 )
             configs = arm_configs(args, defaults, config, raced)
             if raced and raced.get(st.ROW_CACHE):
-                changes["row_cache"] = True
+                changes["row_cache"] = node_of(raced)
             base = configs["defaults"]
             work = st.workload_row(spec, args.records, args.threads)
             work.pop("name")

@@ -92,6 +92,30 @@ def test_the_bad_disk_caps_of_a_race_are_refused_by_name(capsys):
     assert (args.disk_read_iops, args.disk_read_limit) == (1200, "80M")
 
 
+def test_a_race_on_top_of_latest_keeps_its_one_table_and_becomes_a_phase_after_latest(tmp_path):
+    history = str(tmp_path / "race-b.jsonl")
+    race = bench.make_race("b", 10, 0, 2, 0, row_cache=True, on_latest=True)
+    # Seeded with cassandra_latest.yaml's own live values; no key cache (BTI files use none), its one 16 KiB table.
+    assert race.initial[0] == {"concurrent_reads": 32, "compaction_throughput": 64, st.ROW_CACHE: 0, st.CHUNK: 16}
+    race.run(bench.made_up, history)
+    best, found = bench.race_best(history)
+    assert found["node"] == bench.ke._shape.LATEST_NODE.name and best[st.CHUNK] == 16 and "key_cache_size" not in best
+    assert bench.race_node(bench.racing.TrialHistory(history).header) is bench.ke._shape.LATEST_NODE
+    configs = shape_tuning.arm_configs(
+        shape_tuning.parse_args(["--design", "concurrent", "--rounds", "4", "--latest", "--raced", history]),
+        dict(st.DEFAULTS, key_cache_size=51),
+        {"concurrent_reads": 124, st.CHUNK: 4},
+        dict(best, node=shape_tuning.LATEST),
+    )
+    # Its phase comes after the latest node's own, which its live knobs and row cache must not reach.
+    assert list(configs) == ["defaults", "tuned", shape_tuning.LATEST, shape_tuning.RACED, "defaults again"]
+    assert shape_tuning.node_of(configs[shape_tuning.RACED]) is bench.ke._shape.LATEST_NODE
+    assert configs["defaults"][st.ROW_CACHE] == 0 or not best.get(st.ROW_CACHE)
+    # A race on the bench node stays where it was: a phase on the tuned node.
+    plain, _race, _result = _raced(tmp_path)
+    assert bench.race_best(plain)[1]["node"] == bench.ke._shape.BENCH_NODE.name
+
+
 def test_raced_is_refused_outside_the_paired_designs(capsys):
     with pytest.raises(SystemExit):
         shape_tuning.parse_args(["--design", "rounds", "--raced", "race.jsonl"])
@@ -108,7 +132,7 @@ def test_bad_arguments_name_the_option(capsys):
 def test_the_evaluations_are_measured_table_by_table_the_warm_one_first(monkeypatch):
     calls = []
 
-    def table_windows(spec, chunk, configs, args, sampler, probe, warmup_s, reset, label="-", log=None):
+    def table_windows(spec, chunk, configs, args, sampler, probe, warmup_s, reset, label="-", log=None, node=None):
         calls.append((chunk, warmup_s, reset, label))
         return [(c, {"ops_s": 1000.0 + i}) for i, c in enumerate(configs)]
 

@@ -132,9 +132,11 @@ class _Sampler:
 def test_a_table_run_sets_each_configuration_then_the_reset_and_keeps_one_record_per_window(monkeypatch):
     applied = []
     monkeypatch.setattr(bench.ke, "Client", _Client)
-    monkeypatch.setattr(bench.ke, "client_params", lambda spec, table, total, threads, records: (table, total))
+    monkeypatch.setattr(
+        bench.ke, "client_params", lambda spec, table, total, threads, records, node=None: (table, total)
+    )
     monkeypatch.setattr(bench.ke, "window_record", lambda label, start, end, status, speeds: (label, start, end))
-    monkeypatch.setattr(bench, "apply_config", applied.append)
+    monkeypatch.setattr(bench, "apply_config", lambda config, node=None: applied.append(config))
     monkeypatch.setattr(bench.time, "sleep", lambda seconds: None)
     probe = type("Probe", (), {"samples": lambda self: []})()
     args = bench.parse_args(["--window-s", "30", "--settle-s", "5"])

@@ -513,6 +513,11 @@ def test_a_row_cache_a_run_turned_on_is_turned_off_at_its_end_even_on_a_node_it_
             changes["row_cache"] = True
             raise RuntimeError("a window failed")
     assert applied == [("bench-tuned1", {"row_cache_size": 0})]
+    # A race on top of cassandra_latest turned it on on the latest node: off there.
+    applied.clear()
+    with bench.tuned_node_restored(print) as changes:
+        changes["row_cache"] = bench.ke._shape.LATEST_NODE
+    assert applied == [("bench-latest1", {"row_cache_size": 0})]
 
 
 def test_disk_read_caps_are_checked_held_for_every_start_and_lifted(monkeypatch, capsys):
