@@ -405,6 +405,33 @@ def cap_disk_reads(nodes, limit=None, iops=None, log=print):
             log("%s: disk reads %s" % (node.name, describe_caps(caps) or "uncapped"))
 
 
+def add_disk_cap_options(parser, whose):
+    """--disk-read-limit and --disk-read-iops of a measuring script: the caps of cap_disk_reads on whose disk reads
+    ("every node's", "the raced node's"), for the run."""
+    parser.add_argument(
+        "--disk-read-limit",
+        default=None,
+        help="cap %s disk reads at this rate (as 80M: bytes per second) for the run, through the lab role's "
+        "cassandra_node_disk_read_limit, as volumes of their own would: the nodes share one disk here" % whose,
+    )
+    parser.add_argument(
+        "--disk-read-iops",
+        type=int,
+        default=0,
+        help="cap %s disk reads at this many per second for the run (cassandra_node_disk_read_iops); beside or "
+        "instead of --disk-read-limit" % whose,
+    )
+
+
+def check_disk_cap_options(parser, args):
+    """Refuse bad --disk-read-limit / --disk-read-iops values by name (parser.error)."""
+    try:
+        cgroups.parse_rate(args.disk_read_limit, "--disk-read-limit")
+        cgroups.parse_iops(args.disk_read_iops, "--disk-read-iops")
+    except cgroups.CgroupError as exc:
+        parser.error(str(exc))
+
+
 def describe_caps(caps):
     """The caps for people: "capped at 80M/s and 1200 reads/s", "" for none."""
     parts = (["%s/s" % caps[CAP_VARS[0]]] if caps.get(CAP_VARS[0]) else []) + (

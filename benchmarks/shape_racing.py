@@ -46,7 +46,7 @@ import knob_effects as ke
 import shape_training as st
 from _common import ROOT
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog, cgroups
+from ansible_collections.tactician.nosql.plugins.module_utils.core import catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_features
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import racing
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import speed_probe
@@ -89,9 +89,10 @@ def make_race(spec, budget, seed, first_test, key_cache_mb, row_cache=False, on_
     )
 
 
-def race_node(header_or_instances):
-    """The node a race ran on: the latest node when its instances say so, else the bench node."""
-    instances = header_or_instances.get("instances") if isinstance(header_or_instances, dict) else header_or_instances
+def race_node(header):
+    """The node a race ran on (its history's header): the latest node when its instances say so, else the bench
+    node."""
+    instances = header.get("instances")
     on_latest = bool(instances) and instances[0].get("node") == ke._shape.LATEST_NODE.name
     return ke._shape.LATEST_NODE if on_latest else ke._shape.BENCH_NODE
 
@@ -101,13 +102,10 @@ def newest_race(folder, workload):
     how `make bench` hands the race it ran to shape_tuning.py --raced."""
     found = glob.glob(os.path.join(folder, "race-%s-*.jsonl" % workload))
     for path in sorted(found, key=os.path.getmtime, reverse=True):
-        history = racing.TrialHistory(path)
-        if not history.header or not history.header.get("instances"):
-            continue
         try:
             race_best(path)
         except SystemExit:
-            continue  # a race stopped before its end
+            continue  # not a race history, or a race stopped before its end
         return path
     return None
 
@@ -118,7 +116,7 @@ def race_best(path):
     header = history.header
     if not header or not header.get("instances"):
         raise SystemExit("--raced: %s is not a race history (no tactician.race/v1 header)" % path)
-    on_latest = race_node(header) is ke._shape.LATEST_NODE
+    node = race_node(header)
     race = make_race(
         header["instances"][0]["workload"],
         header["budget_evaluations"],
@@ -126,14 +124,14 @@ def race_best(path):
         header["first_test"],
         header["initial"][0].get("key_cache_size", 0),
         row_cache=st.ROW_CACHE in header["initial"][0],
-        on_latest=on_latest,
+        on_latest=node is ke._shape.LATEST_NODE,
     )
     pending, result = race.ask(history)
     if pending:
         raise SystemExit(
             "--raced: the race of %s has not finished (%d evaluations pending)" % (path, result["pending"])
         )
-    return {k: int(v) for k, v in result["best"]["config"].items()}, dict(result, node=race_node(header).name)
+    return {k: int(v) for k, v in result["best"]["config"].items()}, dict(result, node=node.name)
 
 
 def live_part(config):
@@ -211,25 +209,9 @@ def parse_args(argv):
         "with cassandra_latest.yaml's own values: the live knobs and, with --row-cache, the row cache on top of the "
         "experts' configuration (its one 16 KiB BTI table; no key cache, which BTI files do not use)",
     )
-    parser.add_argument(
-        "--disk-read-limit",
-        default=None,
-        help="cap the bench node's disk reads at this rate (as 80M: bytes per second) for the race, through the "
-        "lab role's cassandra_node_disk_read_limit, as shape_tuning.py's option of the same name",
-    )
-    parser.add_argument(
-        "--disk-read-iops",
-        type=int,
-        default=0,
-        help="cap the bench node's disk reads at this many per second for the race (cassandra_node_disk_read_iops), "
-        "so that it races on the node shape the side-by-side comparison measures",
-    )
+    ke._shape.add_disk_cap_options(parser, "the raced node's")
     args = parser.parse_args(argv)
-    try:
-        cgroups.parse_rate(args.disk_read_limit, "--disk-read-limit")
-        cgroups.parse_iops(args.disk_read_iops, "--disk-read-iops")
-    except cgroups.CgroupError as exc:
-        parser.error(str(exc))
+    ke._shape.check_disk_cap_options(parser, args)
     if args.workload not in ke.WORKLOADS:
         parser.error("--workload: %r is not allowed; choose from %s" % (args.workload, ", ".join(ke.WORKLOADS)))
     if args.budget < 2:

@@ -54,7 +54,6 @@ import shape_training as st
 import yaml
 from _common import ROOT
 
-from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups
 from ansible_collections.tactician.nosql.plugins.module_utils.models import model_files as modelstore
 from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate as sg
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
@@ -754,19 +753,7 @@ def parse_args(argv):
         "table an arm reads, on each node, so that both nodes start the node A/A with their tables in one state "
         "(one SSTable each) rather than in whatever state their loads and earlier runs left",
     )
-    parser.add_argument(
-        "--disk-read-limit",
-        default=None,
-        help="cap every node's disk reads at this rate (as 80M: bytes per second) for the run, through the lab "
-        "role's cassandra_node_disk_read_limit, as volumes of their own would: the nodes share one disk here",
-    )
-    parser.add_argument(
-        "--disk-read-iops",
-        type=int,
-        default=0,
-        help="cap every node's disk reads at this many per second for the run (cassandra_node_disk_read_iops); "
-        "beside or instead of --disk-read-limit",
-    )
+    ke._shape.add_disk_cap_options(parser, "every node's")
     parser.add_argument(
         "--keep-nodes",
         action="store_true",
@@ -779,11 +766,7 @@ def parse_args(argv):
     parser.add_argument("--threads", type=int, default=64)
     parser.add_argument("--render", default=None, help="print the table of a saved run (its JSON file) and stop")
     args = parser.parse_args(argv)
-    try:
-        cgroups.parse_rate(args.disk_read_limit, "--disk-read-limit")
-        cgroups.parse_iops(args.disk_read_iops, "--disk-read-iops")
-    except cgroups.CgroupError as exc:
-        parser.error(str(exc))
+    ke._shape.check_disk_cap_options(parser, args)
     args.workloads = args.workloads.split(",")
     for name in args.workloads:
         if name not in ke.WORKLOADS:
