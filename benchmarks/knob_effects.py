@@ -722,7 +722,9 @@ def parse_args(argv):
     parser.add_argument("--markdown", default=None)
     parser.add_argument("--render", default=None, help="print the table of a saved run (its JSON file) and stop")
     parser.add_argument("--csv", default=None, help="(accepted for run.py; the tables are Markdown)")
+    _shape.add_disk_cap_options(parser, "the bench node's")
     args = parser.parse_args(argv)
+    _shape.check_disk_cap_options(parser, args)
     if args.short:
         args.workloads = args.workloads or "b"
         args.knobs = args.knobs or "key_cache_size,concurrent_reads"
@@ -757,13 +759,16 @@ def main(argv=None):
 
     read_ahead = current_value("read_ahead_kb") if read_ahead_file() else None
     began = time.monotonic()
-    _shape.ensure_loaded(args.records, force=args.reload, log=log)
-    shape = _shape.describe()
-    log(shape)
+    capped = bool(args.disk_read_limit or args.disk_read_iops)
     results = []
     out_json = os.path.join(args.out, "knob-effects-%s.json" % stamp)
     probe_file = os.path.join(args.out, "cpu-speed-%s.txt" % stamp)
     try:
+        if capped:
+            _shape.cap_disk_reads([_shape.BENCH_NODE], args.disk_read_limit, args.disk_read_iops, log=log)
+        _shape.ensure_loaded(args.records, force=args.reload, log=log)
+        shape = _shape.describe()
+        log(shape)
         with speed_probe.SpeedProbe(server_cpus or set(range(os.cpu_count() or 1)), probe_file) as probe:
             for spec in args.workloads:
                 results += measure_workload(spec, args.knobs, args, probe, log)
@@ -777,6 +782,8 @@ def main(argv=None):
     finally:
         if read_ahead is not None:
             set_read_ahead(read_ahead)
+        if capped:
+            _shape.cap_disk_reads([_shape.BENCH_NODE], log=log)
     text = markdown(results, shape)
     text += "\nWall time: %.0f min.\n" % ((time.monotonic() - began) / 60.0)
     with open(os.path.join(args.out, "knob-effects-%s.md" % stamp), "w", encoding="utf-8") as handle:

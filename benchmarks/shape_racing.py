@@ -251,7 +251,7 @@ def main(argv=None):
 
 def run_race(args, out, stamp, log, server_cpus, node):
     ke._shape.ensure_loaded(args.records, log=log, node=node)
-    log(ke._shape.describe())
+    log(ke._shape.describe(node))
     on_latest = node is ke._shape.LATEST_NODE
     key_cache_mb = 0 if on_latest else ke.defaults_key_cache(log=log)
     race = make_race(args.workload, args.budget, args.seed, args.first_test, key_cache_mb, args.row_cache, on_latest)

@@ -393,3 +393,11 @@ def test_descendants_are_found_below_the_process_and_zombies_left_out(tmp_path):
         (tmp_path / str(pid) / "stat").write_text("%d (java (x)) %s %d 0 0\n" % (pid, state, parent))
     (tmp_path / "self").mkdir()
     assert bench._shape.descendants(10, proc=str(tmp_path)) == [11, 12]
+
+
+def test_the_knob_designs_take_the_disk_caps_and_refuse_bad_ones_by_name(capsys):
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--workloads", "e,f", "--disk-read-iops", "-1"])
+    assert "--disk-read-iops" in capsys.readouterr().err
+    args = bench.parse_args(["--workloads", "e,f", "--disk-read-iops", "1200"])
+    assert (args.workloads, args.disk_read_iops, args.disk_read_limit) == (["e", "f"], 1200, None)
