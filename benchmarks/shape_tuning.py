@@ -454,11 +454,16 @@ def summarize_pairs(windows):
     estimator = estimator or "pairs, raw"
     floor = designs.noise_floor(aa[estimator])
     reference = pair_ratios_of(windows, NODE_AA, estimator)
+    latest = pair_ratios_of(windows, LATEST, estimator) if LATEST in phases else None
     out = {"estimator": estimator, "floor": floor, "spread": spread, "aa_ratio": aa[estimator]["ratio"], "phases": {}}
     for phase in phases:
         ratios = pair_ratios_of(windows, phase, estimator)
         summary = designs.summarize(ratios)
         corrected = None if phase == NODE_AA else designs.ratio_of_ratios(ratios, reference)
+        # Every phase's A ran the defaults, so the ratio of two phases' pair ratios compares their B arms.
+        against_latest = (
+            None if latest is None or phase in (NODE_AA, LATEST) else designs.ratio_of_ratios(ratios, latest)
+        )
         mine = [w for w in windows if w.get("phase") == phase]
 
         def mean(key, arm, mine=mine):
@@ -473,6 +478,7 @@ def summarize_pairs(windows):
             "verdict": "(the floor)" if phase == NODE_AA else designs.verdict(summary, floor),
             "corrected": corrected,
             "verdict_corrected": None if corrected is None else designs.verdict(corrected, spread),
+            "against_latest": against_latest,
             "windows": len(mine),
             "node": {arm: next((w["node"] for w in mine if w["arm"] == arm), None) for arm in ("A", "B")},
             "means": {
@@ -569,9 +575,24 @@ def markdown_pairs(results):
                         ke._fmt(means["B"]["sstables_per_read"], "%.1f"),
                     )
                 )
+        against = [(phase, row["against_latest"]) for phase, row in found["phases"].items() if row["against_latest"]]
+        if against:
+            notes.append(
+                "%s against %s (B / A of the phase over B / A of latest's phase, Welch interval):"
+                % (item["workload"].upper(), LATEST)
+            )
+            notes += [
+                "- %s: %s" % (phase, _ratio_text(ratio["ratio"], ratio["t_interval"])) for phase, ratio in against
+            ]
         for switch in item.get("switches") or []:
             notes.append(switch_note(switch))
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+
+
+def _ratio_text(ratio, interval):
+    if ratio is None:
+        return "-"
+    return "%.3f [%.3f, %.3f]" % (ratio, *interval) if interval else "%.3f (no interval)" % ratio
 
 
 def switch_note(switch):

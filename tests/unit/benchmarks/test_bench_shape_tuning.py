@@ -256,6 +256,20 @@ def test_pairs_take_the_node_aa_out_and_call_a_gain_against_its_floor():
     assert "around 1.05" in text
 
 
+def test_pairs_set_every_other_phase_against_latest_when_latest_ran():
+    windows = _pair_windows({bench.NODE_AA: 1.0, "tuned": 1.10, bench.LATEST: 1.25})
+    found = bench.summarize_pairs(windows)
+    # The phases' A arms ran the same defaults: the ratio of their pair ratios compares tuned with latest.
+    assert found["phases"]["tuned"]["against_latest"]["ratio"] == pytest.approx(1.10 / 1.25, rel=0.01)
+    assert found["phases"][bench.LATEST]["against_latest"] is None
+    assert found["phases"][bench.NODE_AA]["against_latest"] is None
+    text = bench.render([{"workload": "b", "design": "pairs", "configs": _pair_configs(True), "windows": windows}])
+    assert "B against cassandra_latest" in text and "- tuned: 0.880 [" in text
+    # Without a latest phase there is nothing to set against it.
+    alone = bench.summarize_pairs(_pair_windows({bench.NODE_AA: 1.0, "tuned": 1.10}))
+    assert alone["phases"]["tuned"]["against_latest"] is None
+
+
 def test_the_floor_text_names_the_noise_around_the_node_aa_when_the_nodes_differ():
     assert bench.floor_text(None, None, None) == "-"
     assert bench.floor_text(0.02, 0.02, 1.0) == "+-2.0 %"
