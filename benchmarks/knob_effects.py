@@ -251,6 +251,9 @@ class Sampler:
             "read_bytes": counters.get("read_bytes"),
             "write_bytes": counters.get("write_bytes"),
             "cache_mb": (stats.get("cache") or 0) / 1048576.0 if stats.get("exists") else None,
+            # The group's anonymous memory: the heap and what the process holds off it (a row cache's memory
+            # stays resident after the cache shrinks), which the page cache does not get.
+            "anon_mb": (stats.get("anon") or 0) / 1048576.0 if stats.get("exists") else None,
         }
 
 
@@ -272,6 +275,7 @@ def window_record(label, start, end, status, speeds):
         "client_side_cpu": round(max(0.0, machine - server) / span, 3),
         "read_mb_s": round((end["read_bytes"] - start["read_bytes"]) / span / 1e6, 1) if end["read_bytes"] else None,
         "cache_mb": round(end["cache_mb"]) if end["cache_mb"] is not None else None,
+        "anon_mb": round(end["anon_mb"]) if end.get("anon_mb") is not None else None,
         **disk_rates(start, end, span),
     }
 

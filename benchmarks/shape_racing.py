@@ -167,7 +167,16 @@ def measure(spec, pending, args, sampler, probe, log, warm, rng, reset, node=Non
         )
         warm["table"] = chunk
         for (config, index), (_live, record) in zip(items, measured, strict=False):
-            log("  %s on instance %d: %s ops/s" % (live_part(config), index, ke._fmt(record["ops_s"], "%.0f")))
+            log(
+                "  %s on instance %d: %s ops/s (page cache %s MiB, anonymous %s MiB)"
+                % (
+                    live_part(config),
+                    index,
+                    ke._fmt(record["ops_s"], "%.0f"),
+                    ke._fmt(record.get("cache_mb"), "%.0f"),
+                    ke._fmt(record.get("anon_mb"), "%.0f"),
+                )
+            )
             done.append((config, index, record))
     return done
 
@@ -276,7 +285,10 @@ def run_race(args, out, stamp, log, server_cpus, node):
             for config, index, record in measured:
                 if not record.get("ops_s"):
                     raise SystemExit("instance %d of %s: the window has no throughput" % (index, config))
-                extra = {k: record.get(k) for k in ("server_cpu", "client_side_cpu", "cpu_speed", "read_mb_s")}
+                extra = {
+                    k: record.get(k)
+                    for k in ("server_cpu", "client_side_cpu", "cpu_speed", "read_mb_s", "cache_mb", "anon_mb")
+                }
                 race.tell(history, config, index, record["ops_s"], record["seconds"], extra={"run": extra})
     result = state
     lines = [

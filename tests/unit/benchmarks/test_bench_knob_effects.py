@@ -401,3 +401,24 @@ def test_the_knob_designs_take_the_disk_caps_and_refuse_bad_ones_by_name(capsys)
     assert "--disk-read-iops" in capsys.readouterr().err
     args = bench.parse_args(["--workloads", "e,f", "--disk-read-iops", "1200"])
     assert (args.workloads, args.disk_read_iops, args.disk_read_limit) == (["e", "f"], 1200, None)
+
+
+def test_a_window_carries_the_groups_page_cache_and_anonymous_memory(monkeypatch):
+    # A row cache's memory stays in the process after the cache shrinks: the window says what the page cache got.
+    class FakeGroup:
+        def stats(self):
+            return {"exists": True, "cache": 600 * 1048576, "anon": 1500 * 1048576}
+
+    sampler = bench.Sampler.__new__(bench.Sampler)
+    sampler.pid, sampler.group, sampler.device = 4242, FakeGroup(), None
+    monkeypatch.setattr(bench._shape, "io_counters", lambda pid: {"read_bytes": 0, "write_bytes": 0})
+    monkeypatch.setattr(bench._shape, "disk_counters", lambda device: {})
+    monkeypatch.setattr(bench.process, "cpu_seconds", lambda pid: 1.0)
+    monkeypatch.setattr(bench.loaddriver, "machine_busy_seconds", lambda: 2.0)
+    start = sampler.sample()
+    end = dict(start, t=start["t"] + 60.0)
+    record = bench.window_record("A", start, end, [], [])
+    assert (record["cache_mb"], record["anon_mb"]) == (600, 1500)
+    # A sample of an older run, without the field, still makes a window.
+    end.pop("anon_mb")
+    assert bench.window_record("A", start, end, [], [])["anon_mb"] is None
