@@ -7,6 +7,7 @@ and CQL against it. Import after _common.use_collection(integration=True)."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import datetime
 import glob
@@ -403,6 +404,23 @@ def cap_disk_reads(nodes, limit=None, iops=None, log=print):
         if node_running(node):
             playbook("lab_up.yml", node, extra_vars=caps)
             log("%s: disk reads %s" % (node.name, describe_caps(caps) or "uncapped"))
+
+
+@contextlib.contextmanager
+def disk_caps(nodes, limit=None, iops=None, log=print, stopping=()):
+    """The nodes' disk reads capped for the block (cap_disk_reads; nothing when neither cap is given), lifted when it
+    ends on every node but those in stopping: nodes the caller stops after the block (it may fill the list inside
+    it), whose groups go with them."""
+    if not (limit or iops):
+        yield
+        return
+    cap_disk_reads(nodes, limit, iops, log=log)
+    try:
+        yield
+    finally:
+        cap_disk_reads([node for node in nodes if node not in stopping], log=log)
+        for node in stopping:
+            DISK_CAPS.pop(node.name, None)
 
 
 def add_disk_cap_options(parser, whose):

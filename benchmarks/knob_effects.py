@@ -763,31 +763,31 @@ def main(argv=None):
 
     read_ahead = current_value("read_ahead_kb") if read_ahead_file() else None
     began = time.monotonic()
-    capped = bool(args.disk_read_limit or args.disk_read_iops)
     results = []
     out_json = os.path.join(args.out, "knob-effects-%s.json" % stamp)
     probe_file = os.path.join(args.out, "cpu-speed-%s.txt" % stamp)
     try:
-        if capped:
-            _shape.cap_disk_reads([_shape.BENCH_NODE], args.disk_read_limit, args.disk_read_iops, log=log)
-        _shape.ensure_loaded(args.records, force=args.reload, log=log)
-        shape = _shape.describe()
-        log(shape)
-        with speed_probe.SpeedProbe(server_cpus or set(range(os.cpu_count() or 1)), probe_file) as probe:
-            for spec in args.workloads:
-                results += measure_workload(spec, args.knobs, args, probe, log)
-                with open(out_json, "w", encoding="utf-8") as handle:
-                    json.dump({"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str)
-            if args.price_chunk_switch:
-                sampler = Sampler(_shape.server_pid())
-                results.append(price_chunk_switch(args.workloads[0], args, sampler, probe, log))
-                with open(out_json, "w", encoding="utf-8") as handle:
-                    json.dump({"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str)
+        with _shape.disk_caps([_shape.BENCH_NODE], args.disk_read_limit, args.disk_read_iops, log=log):
+            _shape.ensure_loaded(args.records, force=args.reload, log=log)
+            shape = _shape.describe()
+            log(shape)
+            with speed_probe.SpeedProbe(server_cpus or set(range(os.cpu_count() or 1)), probe_file) as probe:
+                for spec in args.workloads:
+                    results += measure_workload(spec, args.knobs, args, probe, log)
+                    with open(out_json, "w", encoding="utf-8") as handle:
+                        json.dump(
+                            {"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str
+                        )
+                if args.price_chunk_switch:
+                    sampler = Sampler(_shape.server_pid())
+                    results.append(price_chunk_switch(args.workloads[0], args, sampler, probe, log))
+                    with open(out_json, "w", encoding="utf-8") as handle:
+                        json.dump(
+                            {"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str
+                        )
     finally:
         if read_ahead is not None:
             set_read_ahead(read_ahead)
-        if capped:
-            _shape.cap_disk_reads([_shape.BENCH_NODE], log=log)
     text = markdown(results, shape)
     text += "\nWall time: %.0f min.\n" % ((time.monotonic() - began) / 60.0)
     with open(os.path.join(args.out, "knob-effects-%s.md" % stamp), "w", encoding="utf-8") as handle:

@@ -239,23 +239,18 @@ def main(argv=None):
         return 0
     out, stamp, log, server_cpus = ke._shape.start_run("shape-racing")
     node = ke._shape.LATEST_NODE if args.on_latest else ke._shape.BENCH_NODE
-    capped = bool(args.disk_read_limit or args.disk_read_iops)
-    started = False
+    started = []
     try:
-        if capped:
-            ke._shape.cap_disk_reads([node], args.disk_read_limit, args.disk_read_iops, log=log)
-        if node is not ke._shape.BENCH_NODE and not ke._shape.node_running(node):
-            log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
-            started = True
-            ke._shape.start_node(node)
-        return run_race(args, out, stamp, log, server_cpus, node)
+        with ke._shape.disk_caps([node], args.disk_read_limit, args.disk_read_iops, log=log, stopping=started):
+            if node is not ke._shape.BENCH_NODE and not ke._shape.node_running(node):
+                log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
+                started.append(node)
+                ke._shape.start_node(node)
+            return run_race(args, out, stamp, log, server_cpus, node)
     finally:
-        if capped and not started:
-            ke._shape.cap_disk_reads([node], log=log)
-        if started:
-            log("stopping %s" % node.name)
-            ke._shape.DISK_CAPS.pop(node.name, None)  # its group goes with it
-            ke._shape.playbook("lab_down.yml", node)
+        for stopped in started:
+            log("stopping %s" % stopped.name)
+            ke._shape.playbook("lab_down.yml", stopped)
 
 
 def run_race(args, out, stamp, log, server_cpus, node):

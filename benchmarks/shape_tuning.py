@@ -998,24 +998,23 @@ def main(argv=None):
     nodes = [ke._shape.BENCH_NODE] + own
     started = []
     try:
-        if args.disk_read_limit or args.disk_read_iops:
-            ke._shape.cap_disk_reads(nodes, args.disk_read_limit, args.disk_read_iops, log=log)
-        with tuned_node_restored(log, stopping=started) as changes:
-            if args.design in PAIRED and not args.keep_nodes:
-                for node in nodes:
-                    if ke._shape.node_running(node):
-                        log("restarting %s first: a new JVM beside the nodes this run starts" % node.name)
-                        ke._shape.restart_fresh(node, log=log)
-            for node in own:
-                if not ke._shape.node_running(node):
-                    # A node of this run's own: started here (about 90 s) and stopped at the end.
-                    log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
-                    started.append(node)
-                    ke._shape.start_node(node)
-            results, shape, began = run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, changes)
+        with ke._shape.disk_caps(nodes, args.disk_read_limit, args.disk_read_iops, log=log, stopping=started):
+            with tuned_node_restored(log, stopping=started) as changes:
+                if args.design in PAIRED and not args.keep_nodes:
+                    for node in nodes:
+                        if ke._shape.node_running(node):
+                            log("restarting %s first: a new JVM beside the nodes this run starts" % node.name)
+                            ke._shape.restart_fresh(node, log=log)
+                for node in own:
+                    if not ke._shape.node_running(node):
+                        # A node of this run's own: started here (about 90 s) and stopped at the end.
+                        log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
+                        started.append(node)
+                        ke._shape.start_node(node)
+                results, shape, began = run_workloads(
+                    args, nodes, model, hardware, server_cpus, out, stamp, log, changes
+                )
     finally:
-        if args.disk_read_limit or args.disk_read_iops:
-            ke._shape.cap_disk_reads([n for n in nodes if n not in started], log=log)
         for node in started:
             log("stopping %s" % node.name)
             ke._shape.playbook("lab_down.yml", node)

@@ -422,3 +422,23 @@ def test_a_window_carries_the_groups_page_cache_and_anonymous_memory(monkeypatch
     # A sample of an older run, without the field, still makes a window.
     end.pop("anon_mb")
     assert bench.window_record("A", start, end, [], [])["anon_mb"] is None
+
+
+def test_disk_caps_hold_for_the_block_and_are_lifted_on_the_nodes_not_stopped(monkeypatch):
+    calls = []
+    monkeypatch.setattr(bench._shape, "node_running", lambda node: True)
+    monkeypatch.setattr(
+        bench._shape, "playbook", lambda name, node, extra_vars=None: calls.append((node.name, extra_vars))
+    )
+    bench_node, latest = bench._shape.BENCH_NODE, bench._shape.LATEST_NODE
+    stopping = []
+    with bench._shape.disk_caps([bench_node, latest], iops=1200, log=lambda *a: None, stopping=stopping):
+        assert bench._shape.DISK_CAPS[latest.name]["cassandra_node_disk_read_iops"] == 1200
+        stopping.append(latest)  # started inside the block, stopped by the caller after it
+    # Lifted live on the node that stays; the stopped node's caps are forgotten with it.
+    assert calls[-1] == (bench_node.name, {"cassandra_node_disk_read_limit": "", "cassandra_node_disk_read_iops": 0})
+    assert len(calls) == 3 and bench._shape.DISK_CAPS == {}
+    # No cap asked: nothing done.
+    with bench._shape.disk_caps([bench_node], log=lambda *a: None):
+        pass
+    assert len(calls) == 3
