@@ -23,6 +23,7 @@ from ansible_run import run_playbook
 from ansible_collections.tactician.nosql.plugins.module_utils.core import cgroups, process
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import bulk, tables
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import client as cql
+from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import daemon as cdaemon
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import state as cstate
 from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra.server import run_nodetool
 
@@ -381,9 +382,16 @@ DISK_CAPS = {}
 CAP_VARS = ("cassandra_node_disk_read_limit", "cassandra_node_disk_read_iops")
 
 
+# node name: the allocator this run starts it with ({"cassandra_node_jemalloc": ...}) when it is not its inventory's;
+# every lab_up.yml of it keeps it too.
+ALLOCATOR = {}
+
+
 def playbook(name, node=BENCH_NODE, extra_vars=None):
-    if name == "lab_up.yml" and node.name in DISK_CAPS:
-        extra_vars = dict(extra_vars or {}, **DISK_CAPS[node.name])
+    if name == "lab_up.yml":
+        kept = dict(DISK_CAPS.get(node.name, {}), **ALLOCATOR.get(node.name, {}))
+        if kept:
+            extra_vars = dict(extra_vars or {}, **kept)
     result = run_playbook(os.path.join(ROOT, "playbooks", name), node.inventory, extra_vars=extra_vars)
     if result.returncode != 0:
         raise SystemExit(
@@ -448,6 +456,65 @@ def check_disk_cap_options(parser, args):
         cgroups.parse_iops(args.disk_read_iops, "--disk-read-iops")
     except cgroups.CgroupError as exc:
         parser.error(str(exc))
+
+
+def add_allocator_option(parser, whose):
+    """--jemalloc of a measuring script: the allocator whose nodes run with for the run (allocator())."""
+    parser.add_argument(
+        "--jemalloc",
+        default=None,
+        help="run %s with this native allocator for the run (the lab role's cassandra_node_jemalloc: auto preloads "
+        "the installed libjemalloc, as Cassandra's bin/cassandra does, or give a library's path; off or unset: as "
+        "the inventory says, glibc's malloc); a running node is restarted with it, and as its inventory says at "
+        "the end" % whose,
+    )
+
+
+def check_allocator_option(parser, args):
+    """Refuse a bad --jemalloc by name (parser.error), and one that finds no library (auto on a machine without)."""
+    try:
+        library = cdaemon.jemalloc_library(args.jemalloc)
+    except cdaemon.DaemonError as exc:
+        parser.error("--%s" % exc)
+    if args.jemalloc not in (None, "", "off") and library is None:
+        parser.error("--jemalloc: auto found no libjemalloc installed here; install it (libjemalloc2) or choose off")
+
+
+def preloaded(pid):
+    """The jemalloc library mapped into the process (its /proc maps), or None: it runs on glibc's malloc."""
+    try:
+        with open("/proc/%d/maps" % int(pid), encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if "libjemalloc" in line:
+                    return line.split()[-1]
+    except (OSError, TypeError, ValueError):
+        return None
+    return None
+
+
+@contextlib.contextmanager
+def allocator(nodes, jemalloc=None, log=print, stopping=()):
+    """The nodes run on this allocator for the block (cassandra_node_jemalloc: auto, or a library's path): the
+    running ones restarted with it now, any started later with it. None or off: nothing done (the inventories' own,
+    glibc's malloc). When the block ends, the running nodes but those in stopping are restarted as their
+    inventories say. A restart keeps the node's memory group and the page cache in it."""
+    if jemalloc in (None, "", "off"):
+        yield
+        return
+    for node in nodes:
+        ALLOCATOR[node.name] = {"cassandra_node_jemalloc": jemalloc}
+        if node_running(node):
+            playbook("lab_up.yml", node)
+            pid = server_pid(node)
+            log("%s: restarted with %s preloaded (PID %s)" % (node.name, preloaded(pid) or "nothing", pid))
+    try:
+        yield
+    finally:
+        for node in nodes:
+            ALLOCATOR.pop(node.name, None)
+            if node not in stopping and node_running(node):
+                playbook("lab_up.yml", node)
+                log("%s: restarted as its inventory says (%s)" % (node.name, preloaded(server_pid(node)) or "glibc"))
 
 
 def describe_caps(caps):
@@ -554,10 +621,12 @@ def describe(node=BENCH_NODE):
     client_cpus, server_cpus = process.cpu_split()
     group = cgroups.MemoryGroup(node.group).stats() if cgroups.version() else {}
     outside = cached_outside(node)
-    return "node on CPU %s, load driver and controller on CPU %s; memory cgroup limit %s (heap 1 GiB)%s; %s%s" % (
+    library = preloaded(server_pid(node))
+    return "node on CPU %s, load driver and controller on CPU %s; memory cgroup limit %s (heap 1 GiB, %s)%s; %s%s" % (
         process.format_cpus(server_cpus),
         process.format_cpus(client_cpus),
         cgroups.format_size(group.get("limit")),
+        "jemalloc %s" % os.path.basename(library) if library else "glibc's malloc",
         "; disk reads %s per node" % describe_caps(DISK_CAPS[node.name]) if node.name in DISK_CAPS else "",
         "data set of %dM rows, 4.3 GB" % (RECORDS // 1000000),
         "" if outside is None else "; its tables' data cached outside its memory group: %.0f MB" % (outside / 1e6),

@@ -727,8 +727,10 @@ def parse_args(argv):
     parser.add_argument("--render", default=None, help="print the table of a saved run (its JSON file) and stop")
     parser.add_argument("--csv", default=None, help="(accepted for run.py; the tables are Markdown)")
     _shape.add_disk_cap_options(parser, "the bench node's")
+    _shape.add_allocator_option(parser, "the bench node")
     args = parser.parse_args(argv)
     _shape.check_disk_cap_options(parser, args)
+    _shape.check_allocator_option(parser, args)
     if args.short:
         args.workloads = args.workloads or "b"
         args.knobs = args.knobs or "key_cache_size,concurrent_reads"
@@ -768,23 +770,24 @@ def main(argv=None):
     probe_file = os.path.join(args.out, "cpu-speed-%s.txt" % stamp)
     try:
         with _shape.disk_caps([_shape.BENCH_NODE], args.disk_read_limit, args.disk_read_iops, log=log):
-            _shape.ensure_loaded(args.records, force=args.reload, log=log)
-            shape = _shape.describe()
-            log(shape)
-            with speed_probe.SpeedProbe(server_cpus or set(range(os.cpu_count() or 1)), probe_file) as probe:
-                for spec in args.workloads:
-                    results += measure_workload(spec, args.knobs, args, probe, log)
-                    with open(out_json, "w", encoding="utf-8") as handle:
-                        json.dump(
-                            {"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str
-                        )
-                if args.price_chunk_switch:
-                    sampler = Sampler(_shape.server_pid())
-                    results.append(price_chunk_switch(args.workloads[0], args, sampler, probe, log))
-                    with open(out_json, "w", encoding="utf-8") as handle:
-                        json.dump(
-                            {"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str
-                        )
+            with _shape.allocator([_shape.BENCH_NODE], args.jemalloc, log=log):
+                _shape.ensure_loaded(args.records, force=args.reload, log=log)
+                shape = _shape.describe()
+                log(shape)
+                with speed_probe.SpeedProbe(server_cpus or set(range(os.cpu_count() or 1)), probe_file) as probe:
+                    for spec in args.workloads:
+                        results += measure_workload(spec, args.knobs, args, probe, log)
+                        with open(out_json, "w", encoding="utf-8") as handle:
+                            json.dump(
+                                {"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str
+                            )
+                    if args.price_chunk_switch:
+                        sampler = Sampler(_shape.server_pid())
+                        results.append(price_chunk_switch(args.workloads[0], args, sampler, probe, log))
+                        with open(out_json, "w", encoding="utf-8") as handle:
+                            json.dump(
+                                {"shape": shape, "args": vars(args), "results": results}, handle, indent=1, default=str
+                            )
     finally:
         if read_ahead is not None:
             set_read_ahead(read_ahead)

@@ -219,8 +219,10 @@ def parse_args(argv):
         "experts' configuration (its one 16 KiB BTI table; no key cache, which BTI files do not use)",
     )
     ke._shape.add_disk_cap_options(parser, "the raced node's")
+    ke._shape.add_allocator_option(parser, "the raced node")
     args = parser.parse_args(argv)
     ke._shape.check_disk_cap_options(parser, args)
+    ke._shape.check_allocator_option(parser, args)
     if args.workload not in ke.WORKLOADS:
         parser.error("--workload: %r is not allowed; choose from %s" % (args.workload, ", ".join(ke.WORKLOADS)))
     if args.budget < 2:
@@ -242,11 +244,12 @@ def main(argv=None):
     started = []
     try:
         with ke._shape.disk_caps([node], args.disk_read_limit, args.disk_read_iops, log=log, stopping=started):
-            if node is not ke._shape.BENCH_NODE and not ke._shape.node_running(node):
-                log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
-                started.append(node)
-                ke._shape.start_node(node)
-            return run_race(args, out, stamp, log, server_cpus, node)
+            with ke._shape.allocator([node], args.jemalloc, log=log, stopping=started):
+                if node is not ke._shape.BENCH_NODE and not ke._shape.node_running(node):
+                    log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
+                    started.append(node)
+                    ke._shape.start_node(node)
+                return run_race(args, out, stamp, log, server_cpus, node)
     finally:
         for stopped in started:
             log("stopping %s" % stopped.name)

@@ -775,6 +775,7 @@ def parse_args(argv):
         "(one SSTable each) rather than in whatever state their loads and earlier runs left",
     )
     ke._shape.add_disk_cap_options(parser, "every node's")
+    ke._shape.add_allocator_option(parser, "every node")
     parser.add_argument(
         "--keep-nodes",
         action="store_true",
@@ -788,6 +789,7 @@ def parse_args(argv):
     parser.add_argument("--render", default=None, help="print the table of a saved run (its JSON file) and stop")
     args = parser.parse_args(argv)
     ke._shape.check_disk_cap_options(parser, args)
+    ke._shape.check_allocator_option(parser, args)
     args.workloads = args.workloads.split(",")
     for name in args.workloads:
         if name not in ke.WORKLOADS:
@@ -999,21 +1001,22 @@ def main(argv=None):
     started = []
     try:
         with ke._shape.disk_caps(nodes, args.disk_read_limit, args.disk_read_iops, log=log, stopping=started):
-            with tuned_node_restored(log, stopping=started) as changes:
-                if args.design in PAIRED and not args.keep_nodes:
-                    for node in nodes:
-                        if ke._shape.node_running(node):
-                            log("restarting %s first: a new JVM beside the nodes this run starts" % node.name)
-                            ke._shape.restart_fresh(node, log=log)
-                for node in own:
-                    if not ke._shape.node_running(node):
-                        # A node of this run's own: started here (about 90 s) and stopped at the end.
-                        log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
-                        started.append(node)
-                        ke._shape.start_node(node)
-                results, shape, began = run_workloads(
-                    args, nodes, model, hardware, server_cpus, out, stamp, log, changes
-                )
+            with ke._shape.allocator(nodes, args.jemalloc, log=log, stopping=started):
+                with tuned_node_restored(log, stopping=started) as changes:
+                    if args.design in PAIRED and not args.keep_nodes:
+                        for node in nodes:
+                            if ke._shape.node_running(node):
+                                log("restarting %s first: a new JVM beside the nodes this run starts" % node.name)
+                                ke._shape.restart_fresh(node, log=log)
+                    for node in own:
+                        if not ke._shape.node_running(node):
+                            # A node of this run's own: started here (about 90 s) and stopped at the end.
+                            log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
+                            started.append(node)
+                            ke._shape.start_node(node)
+                    results, shape, began = run_workloads(
+                        args, nodes, model, hardware, server_cpus, out, stamp, log, changes
+                    )
     finally:
         for node in started:
             log("stopping %s" % node.name)

@@ -82,6 +82,17 @@ options:
     type: list
     elements: str
     default: []
+  jemalloc:
+    description:
+      - The node's native memory allocator. C(off) runs it on glibc's malloc. C(auto) preloads an installed
+        jemalloc (C(LD_PRELOAD), the first C(libjemalloc.so), C(libjemalloc.so.2) or C(libjemalloc.so.1) in the
+        usual library folders; glibc's malloc when there is none), as Cassandra's C(bin/cassandra) does to improve
+        its off-heap allocation; that script looks for the unversioned and C(.1) names only, so on a Debian machine
+        with C(libjemalloc2) alone it runs on glibc. An absolute path preloads that library (it must exist).
+      - glibc's malloc keeps freed off-heap memory (a row cache that shrank) in the process; jemalloc returns it.
+      - A change restarts a running node when O(restart_on_change) is set, as a new O(heap_size) does.
+    type: str
+    default: "off"
   cpus:
     description:
       - The CPUs the node runs on, in C(taskset)'s list syntax (C(1), C(2-3), C(0,2)), or C(upper-half) for the
@@ -202,6 +213,11 @@ timings:
   returned: always
   type: dict
   sample: {drain: 2.41, stop: 3.02, start: 38.7}
+malloc:
+  description: The allocator the node was started with - the path of the jemalloc library it preloads, or C(glibc).
+  returned: when the node was (re)started
+  type: str
+  sample: /usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 memory:
   description:
     - The node's memory group when O(memory_limit) is set - its path, cgroup version, limit, usage, page cache and
@@ -249,6 +265,7 @@ def main():
             heap_size=dict(type="str", default="512M"),
             java=dict(type="path", default="java"),
             jvm_options=dict(type="list", elements="str", default=[]),
+            jemalloc=dict(type="str", default="off"),
             fast_start=dict(type="bool", default=True),
             cpus=dict(type="str"),
             memory_limit=dict(type="str"),

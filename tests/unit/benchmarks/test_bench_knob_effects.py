@@ -442,3 +442,42 @@ def test_disk_caps_hold_for_the_block_and_are_lifted_on_the_nodes_not_stopped(mo
     with bench._shape.disk_caps([bench_node], log=lambda *a: None):
         pass
     assert len(calls) == 3
+
+
+def test_the_allocator_is_refused_by_name_held_for_every_start_and_restored(monkeypatch, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--workloads", "f", "--jemalloc", "yes"])
+    assert "--jemalloc: 'yes' is not allowed" in capsys.readouterr().err
+    library = tmp_path / "libjemalloc.so.2"
+    library.write_bytes(b"")
+    assert bench.parse_args(["--workloads", "f", "--jemalloc", str(library)]).jemalloc == str(library)
+    monkeypatch.setattr(bench._shape.cdaemon, "JEMALLOC_DIRS", (str(tmp_path / "none"),))
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--workloads", "f", "--jemalloc", "auto"])
+    assert "found no libjemalloc" in capsys.readouterr().err
+
+    calls = []
+    monkeypatch.setattr(bench._shape, "node_running", lambda node: True)
+    monkeypatch.setattr(bench._shape, "server_pid", lambda node: 4242)
+    monkeypatch.setattr(bench._shape, "preloaded", lambda pid: None)
+    monkeypatch.setattr(
+        bench._shape,
+        "run_playbook",
+        lambda path, inventory, extra_vars=None: calls.append(extra_vars) or types.SimpleNamespace(returncode=0),
+    )
+    monkeypatch.setattr(bench._shape, "DISK_CAPS", {})
+    node = bench._shape.BENCH_NODE
+    with bench._shape.disk_caps([node], iops=1200, log=lambda *a: None):
+        with bench._shape.allocator([node], "auto", log=lambda *a: None):
+            # The restart with it, and every later start of the node (a cap change here) keeps it with the caps.
+            bench._shape.playbook("lab_up.yml", node, extra_vars={"x": 1})
+    assert calls[1]["cassandra_node_jemalloc"] == "auto" and calls[1]["cassandra_node_disk_read_iops"] == 1200
+    assert calls[2]["cassandra_node_jemalloc"] == "auto" and calls[2]["x"] == 1
+    # Restarted as the inventory says when the block ends (the caps still held), then the caps lifted.
+    assert "cassandra_node_jemalloc" not in calls[3] and calls[3]["cassandra_node_disk_read_iops"] == 1200
+    assert calls[4]["cassandra_node_disk_read_iops"] == 0 and bench._shape.ALLOCATOR == {}
+    # off: nothing done.
+    calls.clear()
+    with bench._shape.allocator([node], "off", log=lambda *a: None):
+        pass
+    assert calls == []

@@ -23,8 +23,46 @@ from ansible_collections.tactician.nosql.plugins.module_utils.stores.daemons imp
     wanted_state,
 )
 
+# Where an installed jemalloc is looked for (jemalloc: auto), the linker's usual library folders; the versioned
+# names too, unlike Cassandra's bin/cassandra, whose pattern (libjemalloc.so, libjemalloc.so.1) misses the only
+# file Debian's libjemalloc2 installs (libjemalloc.so.2).
+JEMALLOC_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/lib64",
+    "/lib",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+)
+JEMALLOC_NAMES = ("libjemalloc.so", "libjemalloc.so.2", "libjemalloc.so.1")
+
+
+def jemalloc_library(value, dirs=None):
+    """The jemalloc library the node preloads, or None (glibc's malloc): value off (or unset) for none, auto for the
+    first installed one in dirs (none found: None), or the library's path, which must exist."""
+    if value in (None, "", "off", False):
+        return None
+    if value == "auto":
+        for folder in JEMALLOC_DIRS if dirs is None else dirs:
+            for name in JEMALLOC_NAMES:
+                path = os.path.join(folder, name)
+                if os.path.isfile(path):
+                    return path
+        return None
+    if not isinstance(value, str) or not os.path.isabs(value) or not os.path.isfile(value):
+        raise DaemonError(
+            "jemalloc: %r is not allowed; choose off, auto (an installed libjemalloc, as Cassandra's bin/cassandra "
+            "preloads) or the absolute path of a libjemalloc.so file that exists" % (value,)
+        )
+    return value
+
 
 def cassandra_daemon(params, check_mode=False):
+    library = jemalloc_library(params.get("jemalloc"))
+    # The preload is part of the start parameters: a node started with another allocator is restarted by
+    # restart_on_change, as one with another heap is.
+    params = dict(params, environment={"LD_PRELOAD": library} if library else None)
     marker = os.path.abspath(params["config_file"])
     pid = process.running_pid(params["pid_file"], marker)
     watch = Stopwatch()
@@ -83,7 +121,10 @@ def cassandra_daemon(params, check_mode=False):
         pid = _start_cassandra(params, watch, actions, cpus, group, io)
     else:
         _remove_group(params, actions)
-    return _result(True, pid, actions, watch, warnings, group, io, disk)
+    result = _result(True, pid, actions, watch, warnings, group, io, disk)
+    if pid:
+        result["malloc"] = library or "glibc"
+    return result
 
 
 def _group_name(params):
@@ -212,7 +253,14 @@ def _start_cassandra(params, watch, actions, cpus=None, group=None, io=None):
 
     with watch.step("start"):
         pid = process.spawn(
-            argv, params["pid_file"], log_file, cwd=params["storage_dir"], cpus=cpus, memory_group=group, io_group=io
+            argv,
+            params["pid_file"],
+            log_file,
+            cwd=params["storage_dir"],
+            env=params.get("environment"),
+            cpus=cpus,
+            memory_group=group,
+            io_group=io,
         )
         process.wait_until(
             answering,

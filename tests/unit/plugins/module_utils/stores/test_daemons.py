@@ -161,3 +161,62 @@ def test_a_running_node_gets_its_disk_read_limit_live_and_bad_limits_name_the_fi
         assert cassandra_daemon(plain)["changed"] is False
     finally:
         process.terminate(pid, timeout=10)
+
+
+def test_jemalloc_is_found_named_or_refused_by_name(tmp_path):
+    import pytest
+
+    from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import daemon as cassandra
+
+    assert cassandra.jemalloc_library("off") is None and cassandra.jemalloc_library(None) is None
+    # auto: nothing installed -> glibc; the versioned name Debian's libjemalloc2 installs is found.
+    assert cassandra.jemalloc_library("auto", dirs=[str(tmp_path)]) is None
+    (tmp_path / "libjemalloc.so.2").write_bytes(b"")
+    assert cassandra.jemalloc_library("auto", dirs=[str(tmp_path)]) == str(tmp_path / "libjemalloc.so.2")
+    assert cassandra.jemalloc_library(str(tmp_path / "libjemalloc.so.2")) == str(tmp_path / "libjemalloc.so.2")
+    for bad in ("yes", "libjemalloc.so.2", str(tmp_path / "missing.so")):
+        with pytest.raises(daemons.DaemonError, match="jemalloc: .* choose off, auto"):
+            cassandra.jemalloc_library(bad)
+
+
+def test_a_bad_jemalloc_changes_nothing_and_a_new_one_restarts_the_node(tmp_path, monkeypatch):
+    import pytest
+
+    from ansible_collections.tactician.nosql.plugins.module_utils.core import process
+
+    with pytest.raises(daemons.DaemonError, match="jemalloc"):
+        cassandra_daemon(_params(tmp_path, jemalloc="/no/such/libjemalloc.so"))
+    assert not os.path.exists(tmp_path / "data")
+    library = tmp_path / "libjemalloc.so.2"
+    library.write_bytes(b"")
+    (tmp_path / "cassandra.yaml").write_text("cluster_name: x\n")
+    started = _params(tmp_path, heap_size="1G")
+    daemons.record_config_live(started["pid_file"], [started["config_file"], started["logback_file"]], started)
+    monkeypatch.setattr(process, "running_pid", lambda *_a: 4242)
+    # The node runs on glibc as recorded: nothing to do (check mode plans nothing), with jemalloc: a restart.
+    assert cassandra_daemon(started, check_mode=True)["actions"] == []
+    planned = cassandra_daemon(dict(started, jemalloc=str(library)), check_mode=True)
+    assert planned["changed"] and planned["actions"] == ["drain", "stop", "start"]
+
+
+def test_jemalloc_is_preloaded_into_the_started_node(tmp_path, monkeypatch):
+    from ansible_collections.tactician.nosql.plugins.module_utils.core import process
+    from ansible_collections.tactician.nosql.plugins.module_utils.stores.cassandra import daemon as cassandra
+
+    library = tmp_path / "libjemalloc.so"
+    library.write_bytes(b"")
+    spawned = {}
+
+    def spawn(argv, pid_file, log_file, env=None, **_kw):
+        spawned["env"] = env
+        return 4242
+
+    monkeypatch.setattr(cassandra, "server_argv", lambda *a, **k: ["java"])
+    monkeypatch.setattr(process, "running_pid", lambda *_a: None)
+    monkeypatch.setattr(process, "spawn", spawn)
+    monkeypatch.setattr(process, "wait_until", lambda *a, **k: None)
+    (tmp_path / "cassandra.yaml").write_text("cluster_name: x\n")
+    result = cassandra_daemon(_params(tmp_path, jemalloc=str(library)))
+    assert spawned["env"] == {"LD_PRELOAD": str(library)} and result["malloc"] == str(library)
+    result = cassandra_daemon(_params(tmp_path, jemalloc="off"))
+    assert spawned["env"] is None and result["malloc"] == "glibc"
