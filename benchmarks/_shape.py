@@ -100,6 +100,20 @@ TUNED_NODE = Node(
     {16: "usertable", 4: "usertable_c4"},
     copied=(16,),
 )
+# The bench node's settings with the BTI SSTable format (and storage_compatibility_mode NONE, which it needs): its twin
+# tables hold the same rows written as BTI files, for a race with the format in its space (shape_racing.py
+# --formats), which reads a configuration's format on the node that has it. Its 16 KiB table is a copy of its own:
+# the latest node links the same data set.
+BTI_NODE = Node(
+    "bench-bti1",
+    os.path.join(ROOT, "inventories", "bench-bti"),
+    "127.0.0.35",
+    8199,
+    {16: "usertable", 4: "usertable_c4"},
+    compatibility="NONE",
+    sstable_format="bti",
+    copied=(16,),
+)
 # The bench node's, for the benchmarks that measure on it alone.
 DATA_DIR, GROUP, CHUNK_TABLES = BENCH_NODE.data_dir, BENCH_NODE.group, BENCH_NODE.tables
 

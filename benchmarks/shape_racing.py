@@ -28,6 +28,13 @@ and cassandra_latest.yaml's): the knob with the largest measured effect on this 
 window that turns it on starts with an empty cache (--settle-s is the only fill it gets), and turning it off
 leaves the node's page cache smaller for a while: the race's windows carry that state, as its drift.
 
+--formats puts the SSTable format in the space too (big, the defaults', or bti, cassandra_latest.yaml's: a restart
+and a rewrite of the table on one node). As the chunk length picks a twin table, the format picks a twin node: the
+bench node reads BIG files, inventories/bench-bti (the bench node's settings with storage_compatibility_mode NONE
+and the BTI format, the same shape, started for the race and stopped after) the same rows written as BTI files.
+Each node keeps its own page cache warm, so a window on the other node needs no rewarm; the rewrite a switch of
+format costs a real node is not raced (the catalog's sstable_format gives its price).
+
 The race's history (tactician.race/v1, as tune.yml writes) is the input of shape_tuning.py --raced, which re-measures
 the race's best beside the defaults and the surrogate + GA's configuration in a run that took no part in either.
 """
@@ -52,16 +59,37 @@ from ansible_collections.tactician.nosql.plugins.module_utils.planning import ra
 from ansible_collections.tactician.nosql.plugins.module_utils.trials import speed_probe
 
 CHUNKS = (4, 16)
+FORMAT = "sstable_format"
+FORMATS = ("big", "bti")
 
 
-def make_race(spec, budget, seed, first_test, key_cache_mb, row_cache=False, on_latest=False):
+def format_node(config, node=None):
+    """The node a configuration's window runs on: with the format in the space, the twin node of its format (BIG
+    files on the bench node, BTI files on the bti node); else node (the raced node)."""
+    if FORMAT not in config:
+        return node or ke._shape.BENCH_NODE
+    return ke._shape.BTI_NODE if config[FORMAT] == "bti" else ke._shape.BENCH_NODE
+
+
+def _value(value):
+    """A raced value as the history keeps it: numbers as whole numbers, a choice (the format) as its name."""
+    return value if isinstance(value, str) else int(value)
+
+
+def make_race(spec, budget, seed, first_test, key_cache_mb, row_cache=False, on_latest=False, formats=False):
     """The race over the live knobs and the twin tables' chunk length, the defaults (16 KiB) seeded in; with
     row_cache, the twin tables' row cache too (off in the defaults). on_latest: on the latest node, seeded with
     cassandra_latest.yaml's own values: its one table (16 KiB, BTI files, which use no key cache: the key cache is
-    left out), the other live knobs and the row cache raced on top of the experts' configuration."""
+    left out), the other live knobs and the row cache raced on top of the experts' configuration. formats: the
+    SSTable format too (big or bti, the twin nodes), the defaults seeded in each."""
     ranges = dict(st.design_ranges(row_cache), **{st.CHUNK: [min(CHUNKS), max(CHUNKS)]})
     defaults = dict(st.design_defaults(key_cache_mb, row_cache), **{st.CHUNK: 16})
     fixed = None
+    if formats:
+        # The defaults seeded in each format (with 16 evaluations a race samples 5 or 6 configurations, which may
+        # all draw one format); the key cache stays in the space (BTI files do not use it).
+        ranges[FORMAT] = list(FORMATS)
+        defaults[FORMAT] = "big"
     if on_latest:
         ranges.pop("key_cache_size")
         defaults.pop("key_cache_size")
@@ -81,7 +109,7 @@ def make_race(spec, budget, seed, first_test, key_cache_mb, row_cache=False, on_
         [dict(node, workload=spec, seed=index) for index in range(budget)],
         budget_evaluations=budget,
         seed=seed,
-        initial=[defaults],
+        initial=[defaults] + ([dict(defaults, **{FORMAT: "bti"})] if formats else []),
         feasible=twin_table,
         first_test=first_test,
         each_test=1,
@@ -125,13 +153,15 @@ def race_best(path):
         header["initial"][0].get("key_cache_size", 0),
         row_cache=st.ROW_CACHE in header["initial"][0],
         on_latest=node is ke._shape.LATEST_NODE,
+        formats=FORMAT in header["initial"][0],
     )
     pending, result = race.ask(history)
     if pending:
         raise SystemExit(
             "--raced: the race of %s has not finished (%d evaluations pending)" % (path, result["pending"])
         )
-    return {k: int(v) for k, v in result["best"]["config"].items()}, dict(result, node=node.name)
+    best = {k: _value(v) for k, v in result["best"]["config"].items()}
+    return best, dict(result, node=format_node(best, node).name)
 
 
 def live_part(config):
@@ -139,33 +169,47 @@ def live_part(config):
 
 
 def measure(spec, pending, args, sampler, probe, log, warm, rng, reset, node=None):
-    """Run the pending evaluations, grouped by table: [(config, index, record)]. warm: {"table": the table the node
-    last read} (updated). reset: the live knobs set back after each table's windows, the node's own defaults (its
-    key cache as found at the start, not a constant: the defaults of shape_training have none)."""
-    by_table = {}
+    """Run the pending evaluations, grouped by node and table: [(config, index, record)]. sampler: the raced node's
+    window sampler, or {node name: its sampler} with the format in the space. warm: {node name: the table it last
+    read} (updated; each node's page cache is its own). reset: the live knobs set back after each table's windows,
+    the node's own defaults (its key cache as found at the start, not a constant: the defaults of shape_training
+    have none)."""
+    groups = {}
     for entry in pending:
+        where = format_node(entry["config"], node)
         for instance in entry["instances"]:
-            by_table.setdefault(int(entry["config"][st.CHUNK]), []).append((entry["config"], instance["index"]))
+            key = (where.name, int(entry["config"][st.CHUNK]))
+            groups.setdefault(key, (where, []))[1].append((entry["config"], instance["index"]))
     done = []
-    # The table the node read last first: it is warm already.
-    for chunk in sorted(by_table, key=lambda c: c != warm.get("table")):
-        items = by_table[chunk]
+    # The tables each node read last first (warm already), then the other tables of those nodes, then a node's first.
+    for key in sorted(groups, key=lambda k: (warm.get(k[0]) != k[1], k[0] not in warm, k)):
+        where, items = groups[key]
+        chunk = key[1]
         rng.shuffle(items)
-        warmup = 0.0 if warm.get("table") == chunk else (args.rewarm_s if warm.get("table") else args.warmup_s)
-        log("%s KiB: %s %d windows" % (chunk, "warm-up %d s, then" % warmup if warmup else "warm,", len(items)))
+        last = warm.get(where.name)
+        warmup = 0.0 if last == chunk else (args.rewarm_s if last else args.warmup_s)
+        log(
+            "%s%s KiB: %s %d windows"
+            % (
+                "%s, " % where.name if where is not (node or ke._shape.BENCH_NODE) or FORMAT in items[0][0] else "",
+                chunk,
+                "warm-up %d s, then" % warmup if warmup else "warm,",
+                len(items),
+            )
+        )
         measured = st.table_windows(
             spec,
             chunk,
             [live_part(c) for c, _i in items],
             args,
-            sampler,
+            sampler.get(where.name) if isinstance(sampler, dict) else sampler,
             probe,
             warmup,
             live_part(reset),
             "race",
-            node=node,
+            node=where,
         )
-        warm["table"] = chunk
+        warm[where.name] = chunk
         for (config, index), (_live, record) in zip(items, measured, strict=False):
             log(
                 "  %s on instance %d: %s ops/s (page cache %s MiB, anonymous %s MiB)"
@@ -183,11 +227,12 @@ def measure(spec, pending, args, sampler, probe, log, warm, rng, reset, node=Non
 
 def made_up(config, instance):
     """--dry-run's response: 4 KiB chunks +20 %, concurrent_reads below 20 -25 %, a row cache of 64 MiB or more
-    +25 %, 5 % noise per window."""
+    +25 %, BTI files +15 %, 5 % noise per window."""
     rng = random.Random(json.dumps([config, instance], sort_keys=True, default=str))
     value = 3000.0 * (1.2 if int(config[st.CHUNK]) == 4 else 1.0)
     value *= 0.75 if int(config["concurrent_reads"]) < 20 else 1.0
     value *= 1.25 if int(config.get(st.ROW_CACHE, 0)) >= 64 else 1.0
+    value *= 1.15 if config.get(FORMAT) == "bti" else 1.0
     return value * rng.gauss(1.0, 0.05)
 
 
@@ -218,11 +263,20 @@ def parse_args(argv):
         "with cassandra_latest.yaml's own values: the live knobs and, with --row-cache, the row cache on top of the "
         "experts' configuration (its one 16 KiB BTI table; no key cache, which BTI files do not use)",
     )
+    parser.add_argument(
+        "--formats",
+        action="store_true",
+        help="the SSTable format in the space too (%s; big in the defaults): a bti configuration's windows run on "
+        "the bti twin node (inventories/bench-bti, started for the race when it is not running, and stopped after)"
+        % " or ".join(FORMATS),
+    )
     ke._shape.add_disk_cap_options(parser, "the raced node's")
     ke._shape.add_allocator_option(parser, "the raced node")
     args = parser.parse_args(argv)
     ke._shape.check_disk_cap_options(parser, args)
     ke._shape.check_allocator_option(parser, args)
+    if args.formats and args.on_latest:
+        parser.error("--formats: not with --on-latest (the latest node reads BTI files only); choose one")
     if args.workload not in ke.WORKLOADS:
         parser.error("--workload: %r is not allowed; choose from %s" % (args.workload, ", ".join(ke.WORKLOADS)))
     if args.budget < 2:
@@ -235,36 +289,47 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     if args.dry_run:
-        race = make_race(args.workload, args.budget, args.seed, args.first_test, 51, args.row_cache, args.on_latest)
+        race = make_race(
+            args.workload, args.budget, args.seed, args.first_test, 51, args.row_cache, args.on_latest, args.formats
+        )
         result = race.run(made_up, args.history)
         print(json.dumps({k: result[k] for k in ("best", "elites", "configurations", "evaluations")}, indent=1))
         return 0
     out, stamp, log, server_cpus = ke._shape.start_run("shape-racing")
     node = ke._shape.LATEST_NODE if args.on_latest else ke._shape.BENCH_NODE
+    nodes = [node] + ([ke._shape.BTI_NODE] if args.formats else [])
     started = []
     try:
-        with ke._shape.disk_caps([node], args.disk_read_limit, args.disk_read_iops, log=log, stopping=started):
-            with ke._shape.allocator([node], args.jemalloc, log=log, stopping=started):
-                if node is not ke._shape.BENCH_NODE and not ke._shape.node_running(node):
-                    log("starting %s (%s)" % (node.name, os.path.relpath(node.inventory, ROOT)))
-                    started.append(node)
-                    ke._shape.start_node(node)
-                return run_race(args, out, stamp, log, server_cpus, node)
+        with ke._shape.disk_caps(nodes, args.disk_read_limit, args.disk_read_iops, log=log, stopping=started):
+            with ke._shape.allocator(nodes, args.jemalloc, log=log, stopping=started):
+                for other in nodes:
+                    if other is not ke._shape.BENCH_NODE and not ke._shape.node_running(other):
+                        log("starting %s (%s)" % (other.name, os.path.relpath(other.inventory, ROOT)))
+                        started.append(other)
+                        ke._shape.start_node(other)
+                return run_race(args, out, stamp, log, server_cpus, node, nodes)
     finally:
         for stopped in started:
             log("stopping %s" % stopped.name)
             ke._shape.playbook("lab_down.yml", stopped)
 
 
-def run_race(args, out, stamp, log, server_cpus, node):
-    ke._shape.ensure_loaded(args.records, log=log, node=node)
-    log(ke._shape.describe(node))
+def run_race(args, out, stamp, log, server_cpus, node, nodes=None):
+    nodes = nodes or [node]
+    for each in nodes:
+        ke._shape.ensure_loaded(args.records, log=log, node=each)
+        log("%s: %s" % (each.name, ke._shape.describe(each)))
     on_latest = node is ke._shape.LATEST_NODE
     key_cache_mb = 0 if on_latest else ke.defaults_key_cache(log=log)
-    race = make_race(args.workload, args.budget, args.seed, args.first_test, key_cache_mb, args.row_cache, on_latest)
-    reset = race.initial[0]  # the node's defaults, its configured key cache: what every table's windows set back
+    race = make_race(
+        args.workload, args.budget, args.seed, args.first_test, key_cache_mb, args.row_cache, on_latest, args.formats
+    )
+    # The node's defaults, its configured key cache: what every table's windows set back (the twin nodes have the
+    # same inventory key cache).
+    reset = {k: v for k, v in race.initial[0].items() if k != FORMAT}
     history = args.history or os.path.join(out, "race-%s-%s.jsonl" % (args.workload, stamp))
-    sampler = ke.Sampler(ke._shape.server_pid(node), node.group)
+    samplers = {each.name: ke.Sampler(ke._shape.server_pid(each), each.group) for each in nodes}
+    sampler = samplers if args.formats else samplers[node.name]
     rng = random.Random(args.seed)
     warm = {}
     began = time.monotonic()
@@ -287,6 +352,7 @@ def run_race(args, out, stamp, log, server_cpus, node):
                     k: record.get(k)
                     for k in ("server_cpu", "client_side_cpu", "cpu_speed", "read_mb_s", "cache_mb", "anon_mb")
                 }
+                extra["node"] = format_node(config, node).name
                 race.tell(history, config, index, record["ops_s"], record["seconds"], extra={"run": extra})
     result = state
     lines = [

@@ -66,8 +66,10 @@ LATEST = "cassandra_latest"
 ARMS_LATEST = ("defaults", "tuned", LATEST, "defaults again")
 # With --tuned-node: the tuned configuration on a node of its own (its table's page cache its own).
 TUNED = "tuned"
-# With --raced: the best configuration of a race on the node shape (shape_racing.py), on the tuned node.
+# With --raced: the best configuration of a race on the node shape (shape_racing.py), on the tuned node; on the bti
+# twin node (inventories/bench-bti) when the race had the SSTable format in its space and its best reads BTI files.
 RACED = "raced"
+BTI = "bti"
 DESIGNS = ("rounds", "pairs", "concurrent")
 # --design concurrent: the pairs' phases, but each pair's two windows at the same time, one client per node.
 CONCURRENT = "concurrent"
@@ -99,7 +101,9 @@ PAIR_ESTIMATORS = {
 
 def node_of(config):
     """The bench node an arm's configuration runs on (its "node" entry; the bench node when it has none)."""
-    return {LATEST: ke._shape.LATEST_NODE, TUNED: ke._shape.TUNED_NODE}.get(config.get("node"), ke._shape.BENCH_NODE)
+    return {LATEST: ke._shape.LATEST_NODE, TUNED: ke._shape.TUNED_NODE, BTI: ke._shape.BTI_NODE}.get(
+        config.get("node"), ke._shape.BENCH_NODE
+    )
 
 
 def ucs_arm(scaling):
@@ -115,7 +119,7 @@ def ucs_options(scaling):
 def live_part(config):
     """The knobs of an arm's configuration that apply_config sets live (not the table, node, compaction, or what
     the node restarts with)."""
-    return {k: v for k, v in config.items() if k not in (st.CHUNK, "node", UCS, *NODE_PHASE_KEYS)}
+    return {k: v for k, v in config.items() if k not in (st.CHUNK, "node", UCS, shape_racing.FORMAT, *NODE_PHASE_KEYS)}
 
 
 def node_phase_arm(spec):
@@ -841,7 +845,8 @@ def arm_configs(args, defaults, tuned, raced=None):
         configs["tuned"] = dict(tuned, node=TUNED) if args.tuned_node else tuned
     on_latest = raced is not None and raced.get("node") == LATEST
     if raced is not None and not on_latest:
-        configs[RACED] = dict(raced, node=TUNED)
+        # The format is a node here (the bti twin node); a best that reads BIG files runs on the tuned node.
+        configs[RACED] = dict(raced, node=BTI if raced.get(shape_racing.FORMAT) == "bti" else TUNED)
     for scaling in args.ucs:
         configs[ucs_arm(scaling)] = dict(base, node=TUNED, **{UCS: scaling})
     for name, changes in args.node_phase.items():
@@ -984,6 +989,16 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
     return results, shape, began
 
 
+def raced_on_bti(args):
+    """Whether a workload's raced configuration (--raced: a race's history, or the folder of the newest) reads BTI
+    files: its phase then needs the bti twin node, which the run starts beside the others."""
+    for spec in args.workloads if args.raced else ():
+        history = shape_racing.newest_race(args.raced, spec) if os.path.isdir(args.raced) else args.raced
+        if history and shape_racing.race_best(history)[1]["node"] == ke._shape.BTI_NODE.name:
+            return True
+    return False
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.render:
@@ -997,6 +1012,8 @@ def main(argv=None):
     hardware = metadata["hardware_profile"]
     out, stamp, log, server_cpus = ke._shape.start_run("shape-tuning")
     own = ([ke._shape.TUNED_NODE] if args.tuned_node else []) + ([ke._shape.LATEST_NODE] if args.latest else [])
+    if raced_on_bti(args):
+        own.append(ke._shape.BTI_NODE)
     nodes = [ke._shape.BENCH_NODE] + own
     started = []
     try:

@@ -141,7 +141,7 @@ def test_the_evaluations_are_measured_table_by_table_the_warm_one_first(monkeypa
     a = {"concurrent_reads": 40, "key_cache_size": 10, "compaction_throughput": 64, st.CHUNK: 4}
     b = dict(a, **{st.CHUNK: 16})
     pending = [{"config": a, "instances": [{"index": 0}, {"index": 1}]}, {"config": b, "instances": [{"index": 0}]}]
-    warm = {"table": 16}
+    warm = {bench.ke._shape.BENCH_NODE.name: 16}
     reset = dict(st.DEFAULTS, key_cache_size=51)
     done = bench.measure("b", pending, args, None, None, lambda text: None, warm, bench.random.Random(0), reset)
     # The warm 16 KiB table first and without a warm-up, then the 4 KiB one after a rewarm.
@@ -149,7 +149,7 @@ def test_the_evaluations_are_measured_table_by_table_the_warm_one_first(monkeypa
     # Every knob the race sets is set back, the key cache to what the node had (a race once left 206 MiB behind).
     assert all(back == {**st.DEFAULTS, "key_cache_size": 51} and label == "race" for _c, _w, back, label in calls)
     assert sorted((c[st.CHUNK], index) for c, index, _r in done) == [(4, 0), (4, 1), (16, 0)]
-    assert warm == {"table": 4}
+    assert warm == {bench.ke._shape.BENCH_NODE.name: 4}
 
 
 def test_with_the_row_cache_the_race_searches_it_and_every_other_arm_turns_it_off(tmp_path):
@@ -168,3 +168,68 @@ def test_with_the_row_cache_the_race_searches_it_and_every_other_arm_turns_it_of
     assert configs["defaults"][st.ROW_CACHE] == 0 and configs["raced"][st.ROW_CACHE] == 128
     plain = shape_tuning.arm_configs(args, defaults, dict(defaults, **{st.CHUNK: 4}), dict(raced, row_cache_size=0))
     assert st.ROW_CACHE not in plain["defaults"]
+
+
+def test_with_the_formats_each_window_runs_on_the_twin_node_of_its_format(tmp_path, monkeypatch, capsys):
+    shape = bench.ke._shape
+    history = str(tmp_path / "race.jsonl")
+    race = bench.make_race("b", 24, 0, 2, 51, formats=True)
+    assert race.initial[0][bench.FORMAT] == "big" and race.initial[0]["key_cache_size"] == 51
+    result = race.run(bench.made_up, history)
+    formats = {
+        json.loads(line)["config"][bench.FORMAT] for line in open(history, encoding="utf-8").read().splitlines()[1:]
+    }
+    assert formats == {"big", "bti"}
+    # The made-up response rewards BTI files: the best reads them, on the bti node; the history says so.
+    best, found = bench.race_best(history)
+    assert (
+        best[bench.FORMAT] == "bti" == result["best"]["config"][bench.FORMAT] and found["node"] == shape.BTI_NODE.name
+    )
+    assert bench.format_node({bench.FORMAT: "big"}) is shape.BENCH_NODE and bench.format_node({}) is shape.BENCH_NODE
+    # Measured node by node, table by table: each node's warm table first, the format never set as a live knob.
+    calls = []
+
+    def table_windows(spec, chunk, configs, args, sampler, probe, warmup_s, reset, label="-", log=None, node=None):
+        calls.append((node.name, chunk, warmup_s, sampler, reset))
+        return [(c, {"ops_s": 1000.0}) for c in configs]
+
+    monkeypatch.setattr(st, "table_windows", table_windows)
+    args = bench.parse_args(["--formats", "--warmup-s", "300", "--rewarm-s", "120"])
+    a = {"concurrent_reads": 40, "key_cache_size": 10, "compaction_throughput": 64, st.CHUNK: 4, bench.FORMAT: "bti"}
+    pending = [
+        {"config": a, "instances": [{"index": 0}]},
+        {"config": dict(a, **{bench.FORMAT: "big"}), "instances": [{"index": 0}]},
+        {"config": dict(a, **{st.CHUNK: 16, bench.FORMAT: "big"}), "instances": [{"index": 0}]},
+    ]
+    warm = {shape.BENCH_NODE.name: 16}
+    samplers = {shape.BENCH_NODE.name: "bench sampler", shape.BTI_NODE.name: "bti sampler"}
+    reset = dict(st.DEFAULTS, key_cache_size=51)
+    done = bench.measure("b", pending, args, samplers, None, lambda text: None, warm, bench.random.Random(0), reset)
+    assert [c[:4] for c in calls] == [
+        (shape.BENCH_NODE.name, 16, 0.0, "bench sampler"),
+        (shape.BENCH_NODE.name, 4, 120.0, "bench sampler"),
+        (shape.BTI_NODE.name, 4, 300.0, "bti sampler"),
+    ]
+    assert all(bench.FORMAT not in back for *_x, back in calls) and len(done) == 3
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--formats", "--on-latest"])
+    assert "--formats: not with --on-latest" in capsys.readouterr().err
+
+
+def test_a_raced_best_that_reads_bti_files_is_a_phase_on_the_bti_node(tmp_path):
+    shape = bench.ke._shape
+    history = str(tmp_path / "race-b.jsonl")
+    bench.make_race("b", 16, 0, 2, 51, formats=True).run(bench.made_up, history)
+    best, found = bench.race_best(history)
+    assert best[bench.FORMAT] == "bti" and found["node"] == shape.BTI_NODE.name
+    args = shape_tuning.parse_args(["--design", "concurrent", "--rounds", "4", "--latest", "--raced", history])
+    # The run starts the bti node beside the others; a race without the format needs none.
+    assert shape_tuning.raced_on_bti(args)
+    plain, _race, _result = _raced(tmp_path)
+    assert not shape_tuning.raced_on_bti(shape_tuning.parse_args(["--design", "concurrent", "--raced", plain]))
+    defaults = dict(st.DEFAULTS, key_cache_size=51)
+    configs = shape_tuning.arm_configs(args, defaults, dict(defaults, **{st.CHUNK: 4}), best)
+    assert shape_tuning.node_of(configs[shape_tuning.RACED]) is shape.BTI_NODE
+    # The format is the node, never a live knob.
+    assert bench.FORMAT not in shape_tuning.live_part(configs[shape_tuning.RACED])
+    assert shape_tuning.RACED in [p for p, _a, _b in shape_tuning.pair_phases(configs)]
