@@ -233,3 +233,26 @@ def test_a_raced_best_that_reads_bti_files_is_a_phase_on_the_bti_node(tmp_path):
     # The format is the node, never a live knob.
     assert bench.FORMAT not in shape_tuning.live_part(configs[shape_tuning.RACED])
     assert shape_tuning.RACED in [p for p, _a, _b in shape_tuning.pair_phases(configs)]
+
+
+def test_a_race_restarts_its_running_nodes_fresh_and_starts_and_stops_the_bti_node(monkeypatch, tmp_path):
+    shape = bench.ke._shape
+    calls = []
+    monkeypatch.setattr(shape, "start_run", lambda kind: (str(tmp_path), "stamp", lambda text: None, {1}))
+    monkeypatch.setattr(shape, "node_running", lambda node: node is shape.BENCH_NODE)
+    monkeypatch.setattr(shape, "restart_fresh", lambda node, log=None: calls.append(("fresh", node.name)))
+    monkeypatch.setattr(shape, "start_node", lambda node: calls.append(("start", node.name)))
+    monkeypatch.setattr(shape, "playbook", lambda name, node, extra_vars=None: calls.append((name, node.name)))
+    monkeypatch.setattr(bench, "run_race", lambda *a: calls.append(("race", [n.name for n in a[-1]])) or 0)
+    assert bench.main(["--formats"]) == 0
+    bench_name, bti = shape.BENCH_NODE.name, shape.BTI_NODE.name
+    # The bench node restarted as a new JVM (a row cache's memory of an earlier run would favour the new node).
+    assert calls == [
+        ("fresh", bench_name),
+        ("start", bti),
+        ("race", [bench_name, bti]),
+        ("lab_down.yml", bti),
+    ]
+    calls.clear()
+    assert bench.main(["--keep-nodes"]) == 0
+    assert calls == [("race", [bench_name])]
