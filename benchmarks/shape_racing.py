@@ -168,9 +168,9 @@ def live_part(config):
     return {k: int(v) for k, v in config.items() if k in st.LIVE_KNOBS}
 
 
-def measure(spec, pending, args, sampler, probe, log, warm, rng, reset, node=None):
-    """Run the pending evaluations, grouped by node and table: [(config, index, record)]. sampler: the raced node's
-    window sampler, or {node name: its sampler} with the format in the space. warm: {node name: the table it last
+def measure(spec, pending, args, samplers, probe, log, warm, rng, reset, node=None):
+    """Run the pending evaluations, grouped by node and table: [(config, index, record)]. samplers: {node name: its
+    window sampler} of the raced nodes. warm: {node name: the table it last
     read} (updated; each node's page cache is its own). reset: the live knobs set back after each table's windows,
     the node's own defaults (its key cache as found at the start, not a constant: the defaults of shape_training
     have none)."""
@@ -189,20 +189,15 @@ def measure(spec, pending, args, sampler, probe, log, warm, rng, reset, node=Non
         last = warm.get(where.name)
         warmup = 0.0 if last == chunk else (args.rewarm_s if last else args.warmup_s)
         log(
-            "%s%s KiB: %s %d windows"
-            % (
-                "%s, " % where.name if where is not (node or ke._shape.BENCH_NODE) or FORMAT in items[0][0] else "",
-                chunk,
-                "warm-up %d s, then" % warmup if warmup else "warm,",
-                len(items),
-            )
+            "%s, %s KiB: %s %d windows"
+            % (where.name, chunk, "warm-up %d s, then" % warmup if warmup else "warm,", len(items))
         )
         measured = st.table_windows(
             spec,
             chunk,
             [live_part(c) for c, _i in items],
             args,
-            sampler.get(where.name) if isinstance(sampler, dict) else sampler,
+            samplers.get(where.name),
             probe,
             warmup,
             live_part(reset),
@@ -340,7 +335,6 @@ def run_race(args, out, stamp, log, server_cpus, node, nodes=None):
     reset = {k: v for k, v in race.initial[0].items() if k != FORMAT}
     history = args.history or os.path.join(out, "race-%s-%s.jsonl" % (args.workload, stamp))
     samplers = {each.name: ke.Sampler(ke._shape.server_pid(each), each.group) for each in nodes}
-    sampler = samplers if args.formats else samplers[node.name]
     rng = random.Random(args.seed)
     warm = {}
     began = time.monotonic()
@@ -355,7 +349,7 @@ def run_race(args, out, stamp, log, server_cpus, node, nodes=None):
                 "race: %d evaluations pending, %d done; leader %s"
                 % (state["pending"], state["evaluations"], state.get("leader"))
             )
-            measured = measure(args.workload, pending, args, sampler, probe, log, warm, rng, reset, node)
+            measured = measure(args.workload, pending, args, samplers, probe, log, warm, rng, reset, node)
             for config, index, record in measured:
                 if not record.get("ops_s"):
                     raise SystemExit("instance %d of %s: the window has no throughput" % (index, config))

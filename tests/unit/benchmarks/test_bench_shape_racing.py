@@ -143,7 +143,7 @@ def test_the_evaluations_are_measured_table_by_table_the_warm_one_first(monkeypa
     pending = [{"config": a, "instances": [{"index": 0}, {"index": 1}]}, {"config": b, "instances": [{"index": 0}]}]
     warm = {bench.ke._shape.BENCH_NODE.name: 16}
     reset = dict(st.DEFAULTS, key_cache_size=51)
-    done = bench.measure("b", pending, args, None, None, lambda text: None, warm, bench.random.Random(0), reset)
+    done = bench.measure("b", pending, args, {}, None, lambda text: None, warm, bench.random.Random(0), reset)
     # The warm 16 KiB table first and without a warm-up, then the 4 KiB one after a rewarm.
     assert [c[:2] for c in calls] == [(16, 0.0), (4, 120.0)]
     # Every knob the race sets is set back, the key cache to what the node had (a race once left 206 MiB behind).
