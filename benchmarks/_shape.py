@@ -391,19 +391,33 @@ def datasets(records=RECORDS, chunks=(16, 4), node=BENCH_NODE):
     return out
 
 
-# node name: the disk read caps this run holds on it (the lab role's variables); every lab_up.yml of it keeps them.
-DISK_CAPS = {}
+# node name: the lab role's variables this run holds on it ({"cassandra_node_disk_read_iops": 1200, ...}): the disk
+# read caps of disk_caps() and the allocator of allocator(); every lab_up.yml of the node keeps them until released.
+RUN_VARS = {}
 CAP_VARS = ("cassandra_node_disk_read_limit", "cassandra_node_disk_read_iops")
+ALLOCATOR_VARS = ("cassandra_node_jemalloc",)
 
 
-# node name: the allocator this run starts it with ({"cassandra_node_jemalloc": ...}) when it is not its inventory's;
-# every lab_up.yml of it keeps it too.
-ALLOCATOR = {}
+def hold(node, variables):
+    """Keep these role variables on every later lab_up.yml of the node, for the run."""
+    RUN_VARS[node.name] = dict(RUN_VARS.get(node.name, {}), **variables)
+
+
+def release(node, names=None):
+    """Stop keeping these role variables (None: all of them) on the node's later starts."""
+    kept = {k: v for k, v in RUN_VARS.pop(node.name, {}).items() if names is not None and k not in names}
+    if kept:
+        RUN_VARS[node.name] = kept
+
+
+def held(node, names):
+    """The role variables of these names the run holds on the node ({} for none)."""
+    return {k: v for k, v in RUN_VARS.get(node.name, {}).items() if k in names}
 
 
 def playbook(name, node=BENCH_NODE, extra_vars=None):
     if name == "lab_up.yml":
-        kept = dict(DISK_CAPS.get(node.name, {}), **ALLOCATOR.get(node.name, {}))
+        kept = RUN_VARS.get(node.name)
         if kept:
             extra_vars = dict(extra_vars or {}, **kept)
     result = run_playbook(os.path.join(ROOT, "playbooks", name), node.inventory, extra_vars=extra_vars)
@@ -420,9 +434,9 @@ def cap_disk_reads(nodes, limit=None, iops=None, log=print):
     caps = dict(zip(CAP_VARS, (limit or "", int(iops or 0)), strict=True))
     for node in nodes:
         if limit or iops:
-            DISK_CAPS[node.name] = caps
+            hold(node, caps)
         else:
-            DISK_CAPS.pop(node.name, None)
+            release(node, CAP_VARS)
         if node_running(node):
             playbook("lab_up.yml", node, extra_vars=caps)
             log("%s: disk reads %s" % (node.name, describe_caps(caps) or "uncapped"))
@@ -442,7 +456,7 @@ def disk_caps(nodes, limit=None, iops=None, log=print, stopping=()):
     finally:
         cap_disk_reads([node for node in nodes if node not in stopping], log=log)
         for node in stopping:
-            DISK_CAPS.pop(node.name, None)
+            release(node, CAP_VARS)
 
 
 def add_disk_cap_options(parser, whose):
@@ -516,7 +530,7 @@ def allocator(nodes, jemalloc=None, log=print, stopping=()):
         yield
         return
     for node in nodes:
-        ALLOCATOR[node.name] = {"cassandra_node_jemalloc": jemalloc}
+        hold(node, {"cassandra_node_jemalloc": jemalloc})
         if node_running(node):
             playbook("lab_up.yml", node)
             pid = server_pid(node)
@@ -525,7 +539,7 @@ def allocator(nodes, jemalloc=None, log=print, stopping=()):
         yield
     finally:
         for node in nodes:
-            ALLOCATOR.pop(node.name, None)
+            release(node, ALLOCATOR_VARS)
             if node not in stopping and node_running(node):
                 playbook("lab_up.yml", node)
                 log("%s: restarted as its inventory says (%s)" % (node.name, preloaded(server_pid(node)) or "glibc"))
@@ -641,7 +655,7 @@ def describe(node=BENCH_NODE):
         process.format_cpus(client_cpus),
         cgroups.format_size(group.get("limit")),
         "jemalloc %s" % os.path.basename(library) if library else "glibc's malloc",
-        "; disk reads %s per node" % describe_caps(DISK_CAPS[node.name]) if node.name in DISK_CAPS else "",
+        "; disk reads %s per node" % describe_caps(held(node, CAP_VARS)) if held(node, CAP_VARS) else "",
         "data set of %dM rows, 4.3 GB" % (RECORDS // 1000000),
         "" if outside is None else "; its tables' data cached outside its memory group: %.0f MB" % (outside / 1e6),
     )

@@ -433,11 +433,11 @@ def test_disk_caps_hold_for_the_block_and_are_lifted_on_the_nodes_not_stopped(mo
     bench_node, latest = bench._shape.BENCH_NODE, bench._shape.LATEST_NODE
     stopping = []
     with bench._shape.disk_caps([bench_node, latest], iops=1200, log=lambda *a: None, stopping=stopping):
-        assert bench._shape.DISK_CAPS[latest.name]["cassandra_node_disk_read_iops"] == 1200
+        assert bench._shape.RUN_VARS[latest.name]["cassandra_node_disk_read_iops"] == 1200
         stopping.append(latest)  # started inside the block, stopped by the caller after it
     # Lifted live on the node that stays; the stopped node's caps are forgotten with it.
     assert calls[-1] == (bench_node.name, {"cassandra_node_disk_read_limit": "", "cassandra_node_disk_read_iops": 0})
-    assert len(calls) == 3 and bench._shape.DISK_CAPS == {}
+    assert len(calls) == 3 and bench._shape.RUN_VARS == {}
     # No cap asked: nothing done.
     with bench._shape.disk_caps([bench_node], log=lambda *a: None):
         pass
@@ -465,7 +465,7 @@ def test_the_allocator_is_refused_by_name_held_for_every_start_and_restored(monk
         "run_playbook",
         lambda path, inventory, extra_vars=None: calls.append(extra_vars) or types.SimpleNamespace(returncode=0),
     )
-    monkeypatch.setattr(bench._shape, "DISK_CAPS", {})
+    monkeypatch.setattr(bench._shape, "RUN_VARS", {})
     node = bench._shape.BENCH_NODE
     with bench._shape.disk_caps([node], iops=1200, log=lambda *a: None):
         with bench._shape.allocator([node], "auto", log=lambda *a: None):
@@ -475,7 +475,7 @@ def test_the_allocator_is_refused_by_name_held_for_every_start_and_restored(monk
     assert calls[2]["cassandra_node_jemalloc"] == "auto" and calls[2]["x"] == 1
     # Restarted as the inventory says when the block ends (the caps still held), then the caps lifted.
     assert "cassandra_node_jemalloc" not in calls[3] and calls[3]["cassandra_node_disk_read_iops"] == 1200
-    assert calls[4]["cassandra_node_disk_read_iops"] == 0 and bench._shape.ALLOCATOR == {}
+    assert calls[4]["cassandra_node_disk_read_iops"] == 0 and bench._shape.RUN_VARS == {}
     # off: nothing done.
     calls.clear()
     with bench._shape.allocator([node], "off", log=lambda *a: None):

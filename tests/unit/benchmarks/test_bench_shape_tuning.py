@@ -547,7 +547,7 @@ def test_disk_read_caps_are_checked_held_for_every_start_and_lifted(monkeypatch,
     monkeypatch.setattr(
         shape, "run_playbook", lambda path, inventory, extra_vars=None: calls.append(extra_vars) or _Ok()
     )
-    monkeypatch.setattr(shape, "DISK_CAPS", {})
+    monkeypatch.setattr(shape, "RUN_VARS", {})
     running = {shape.BENCH_NODE.name}
     monkeypatch.setattr(shape, "node_running", lambda node=shape.BENCH_NODE: node.name in running)
     shape.cap_disk_reads([shape.BENCH_NODE, shape.TUNED_NODE], "80M", 1200, log=lambda line: None)
@@ -561,7 +561,7 @@ def test_disk_read_caps_are_checked_held_for_every_start_and_lifted(monkeypatch,
     assert calls[-1] is None
     shape.cap_disk_reads([shape.BENCH_NODE, shape.TUNED_NODE], log=lambda line: None)
     assert calls[-1] == {"cassandra_node_disk_read_limit": "", "cassandra_node_disk_read_iops": 0}
-    assert shape.DISK_CAPS == {}
+    assert shape.RUN_VARS == {}
 
 
 class _Ok:
@@ -579,7 +579,7 @@ def test_a_node_restarted_fresh_is_stopped_then_started_cold_with_its_caps(monke
     )
     monkeypatch.setattr(shape.bulk, "drop_cached", dropped.append)
     caps = {"cassandra_node_disk_read_limit": "", "cassandra_node_disk_read_iops": 1200}
-    monkeypatch.setattr(shape, "DISK_CAPS", {shape.BENCH_NODE.name: caps})
+    monkeypatch.setattr(shape, "RUN_VARS", {shape.BENCH_NODE.name: caps})
     seconds = shape.restart_fresh(shape.BENCH_NODE, log=lambda line: None)
     # A new JVM and a new memory group: stopped (the group removed), its data's pages dropped, started with the
     # caps the run holds on it.
