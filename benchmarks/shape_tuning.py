@@ -547,9 +547,7 @@ def markdown_pairs(results):
                     "%d of %d" % (s["b_won"], s["n"]),
                     floor_text(floor, found["spread"], found["aa_ratio"]),
                     row["verdict"],
-                    "%.3f [%.3f, %.3f]" % (corrected["ratio"], *corrected["t_interval"])
-                    if corrected and corrected["t_interval"]
-                    else "-",
+                    _ratio_text(corrected["ratio"], corrected["t_interval"]) if corrected else "-",
                     row["verdict_corrected"] or "-",
                     "%s / %s" % (ke._fmt(means["A"]["ops_s"], "%.0f"), ke._fmt(means["B"]["ops_s"], "%.0f")),
                     "%s / %s" % (ke._fmt(means["A"]["server_cpu"]), ke._fmt(means["B"]["server_cpu"])),
