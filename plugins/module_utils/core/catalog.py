@@ -9,7 +9,8 @@ one setting:
   ("64MiB", "1GiB", "10s", "yes", Redis "100mb" or a byte count, an enum in any case);
 - validate(): a whole set of settings at once, every problem in one error (unknown names with close matches,
   wrong types, ranges with their unit, choices, the memory budget);
-- apply_kind() / split(): live, restart or table (a schema change, not a node setting);
+- apply_kind() / split(): live, restart or table (a schema change, not a node setting); rewrite(): whether a switch
+  only pays once the data is rewritten (a new SSTable format, a new compression chunk);
 - config_key() / config_text(): where and how the value is written in the config file;
 - live_action(): the nodetool arguments, CONFIG SET or setParameter that changes it on a running node.
 
@@ -505,6 +506,11 @@ class Catalog:
                 if self.equal(name, before, value):
                     return "restart"
         return entry["apply"]
+
+    def rewrite(self, name):
+        """What a switch of name makes the node rewrite before it pays (catalog_files.REWRITE_KINDS: sstables), or
+        None when its new value takes effect on the data already there."""
+        return self._entry(name).get("rewrite")
 
     def split(self, changes):
         """(live, restart, table) dicts of changes by canonical name."""

@@ -19,6 +19,9 @@ TYPES = ("int", "float", "bool", "enum", "size", "duration", "rate", "string")
 NUMERIC_TYPES = ("int", "float", "size", "duration", "rate")
 UNIT_TYPES = ("size", "duration", "rate")
 APPLY_KINDS = ("live", "restart", "table")
+REWRITE_KINDS = ("sstables",)
+"""What a switch of the parameter makes the node rewrite before it pays (entry key ``rewrite``): ``sstables``, every
+SSTable of the tables it concerns (a new format or compression chunk reaches only files written afterwards)."""
 SCOPES = ("node", "table", "keyspace")
 RESOURCES = ("heap", "off_heap", "page_cache", "disk", "cpu", "network", "none")
 MEMORY_RESOURCES = ("heap", "off_heap", "page_cache")
@@ -216,6 +219,8 @@ def _entry_problems(entry, store):
         problems.append("apply %r is not one of %s" % (apply, ", ".join(APPLY_KINDS)))
     if entry.get("resource") not in RESOURCES:
         problems.append("resource %r is not one of %s" % (entry.get("resource"), ", ".join(RESOURCES)))
+    if "rewrite" in entry and entry["rewrite"] not in REWRITE_KINDS:
+        problems.append("rewrite %r is not one of %s" % (entry["rewrite"], ", ".join(REWRITE_KINDS)))
     live = entry.get("live")
     if apply == "live":
         if not isinstance(live, dict):
