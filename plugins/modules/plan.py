@@ -73,12 +73,16 @@ options:
     type: int
     default: 0
   horizon:
-    description: Seconds of O(schedule_file) to plan over; in O(mode=heterogeneous), how long the assignment is kept.
+    description:
+      - Seconds of O(schedule_file) to plan over; in O(mode=heterogeneous), how long the assignment is kept; in
+        O(mode=static), how long the configuration is kept - a switch that rewrites the data (O(rewrite)) is
+        planned only when it pays back within it.
     type: float
     default: 1800
   workload:
     description: The workload of O(mode=static) and O(mode=heterogeneous) (mix, requestdistribution, records,
-      record_bytes, threads).
+      record_bytes, threads); in O(mode=static) it may carry an observed sample's C(data_bytes) (the data the
+      cluster holds), which prices a switch that rewrites the data.
     type: dict
   workload_base:
     description: Workload keys the forecast does not give (requestdistribution, records, record_bytes, threads).
@@ -151,6 +155,21 @@ options:
         compacts unthrottled), C(pay_penalty) (0.45, the share of throughput lost while paying off),
         C(penalty_per_gib) (0.05, the share lost per GiB a node and read share), C(max_penalty) (0.6),
         C(pending_bytes) (0, the debt a node carries now).
+    type: dict
+    default: {}
+  rewrite:
+    description:
+      - The price of a switch that rewrites the data (docs/plan.md, "A switch that rewrites the data"). A knob the
+        catalog marks C(rewrite) (sstable_format, compression.chunk_length_in_kb) pays only once every SSTable is
+        rewritten. O(mode=static) gives the switch's rewrite time, the ops it loses and its break-even, and plans it
+        only when it pays back within O(horizon) (else it keeps those knobs and says why); O(mode=dynamic) keeps
+        them as they are and gives their price in its reasons.
+      - Keys (all optional) C(enabled) (default true; false plans such a switch unpriced in O(mode=static)),
+        C(data_bytes) (bytes a node holds; default the O(workload)'s C(data_bytes) over the nodes, else its records
+        times record_bytes times the replicas a node holds), C(rate_mib_s) (9.25, what a node rewrites per second
+        while it serves; the compaction throughput in place caps it), C(loss) (0.31, the share of a node's
+        throughput lost while it rewrites), C(order) (C(node_by_node) or C(all_at_once)), C(throttle)
+        (compaction_throughput, the parameter that caps the rate).
     type: dict
     default: {}
   since_switch:
@@ -377,6 +396,7 @@ def main():
             tail=dict(type="float", default=0.0),
             safety=dict(type="dict", default={}),
             debt=dict(type="dict", default={}),
+            rewrite=dict(type="dict", default={}),
             since_switch=dict(type="float"),
             previous=dict(type="dict"),
             seed=dict(type="int", default=0),

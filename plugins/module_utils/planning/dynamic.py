@@ -11,8 +11,9 @@ make_plan() makes the plan body (seed 001 sections 4.2-4.4):
 2. the candidate configurations: the one in place, the default, the static tuner's optimum of every distinct
    workload, the optimum of each pair of consecutive phases (a configuration good for both can beat switching
    twice), and the static-optimized one of the whole lookahead. Parameters whose change rewrites the data (the
-   catalog's apply kind "table", e.g. the compaction strategy) stay as they are, as IRIS keeps the compaction
-   method fixed;
+   catalog's apply kind "table", e.g. the compaction strategy, and the knobs whose catalog entry has ``rewrite``,
+   e.g. sstable_format) stay as they are, as IRIS keeps the compaction method fixed; the reasons give a rewrite
+   knob's price (rewrite.py) when the data a node holds is known;
 3. f_ops of every (step, candidate), the roll (N, R = RF - CL, T_r), and the plan with the most predicted ops
    (planner.best_plan, or the paper's genetic search);
 4. for each switch: predicted ops/s before and after, cost of the roll, break-even time and the reason; for each
@@ -38,6 +39,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.models import pred
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import cost_benefit as planner
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import debt as compaction
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import rewrite as rewrites
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import safety as guard
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
 from ansible_collections.tactician.nosql.plugins.module_utils.workload import schedules
@@ -230,6 +232,7 @@ def make_plan(
     since_switch_s=None,
     debt=None,
     previous=None,
+    rewrite=None,
 ):
     """The plan body: {"steps", "predicted", "baselines", "candidates", "skipped", "reasons", "timing", ...}.
 
@@ -240,10 +243,15 @@ def make_plan(
     safety.SafetyPolicy puts the guard in front of the plan's first switch (safe_first_switch()); since_switch_s:
     seconds since the last switch ended (its dwell). debt: a debt.DebtModel prices the compaction debt a throttle
     leaves (when its parameter is tuned): the search, the guard and the predicted ops carry it. previous: the
-    configuration the last switch left, a candidate of its own, which the guard knows as the way back."""
+    configuration the last switch left, a candidate of its own, which the guard knows as the way back. rewrite: a
+    rewrite.RewriteModel; the tuned knobs that rewrite the data stay fixed, and a reason gives their price with it
+    (None: the reason only names them)."""
     started = time.monotonic()
     if solver not in ("exact", "ga"):
         raise PlanningError("solver: %r is not allowed; choose exact or ga" % (solver,))
+    # An observed sample's data size may ride along for the rewrite's price; the surrogate does not read it.
+    sample_base = dict(workload_base or {})
+    workload_base = {k: v for k, v in sample_base.items() if k != "data_bytes"} if workload_base is not None else None
     space = throughput.space
     known = is_schedule(forecast)
     workloads, demand = workloads_from_forecast(forecast, workload_base, quantum, unthrottled_zero=known)
@@ -252,7 +260,7 @@ def make_plan(
         default_full = space.complete(default or {}, throughput.hardware)
     except Exception as exc:
         raise PlanningError("current: %s" % exc) from None
-    fixed = {n: current_full[n] for n in space.parameters if catalog.apply_kind(n) == "table"}
+    fixed = {n: current_full[n] for n in space.parameters if catalog.apply_kind(n) == "table" or catalog.rewrite(n)}
     default_full.update(fixed)
     if counts_no_operations(forecast):
         return _kept_for_no_operations(workloads, current_full, fixed, step_s, solver, started)
@@ -501,6 +509,9 @@ def make_plan(
         )
     if debt is not None:
         reasons.append(_debt_reason(debt, line, result, plain))
+    left_out = rewrites.rewritten(catalog, [n for n in fixed if n in space.parameters])
+    if left_out:
+        reasons.append(_rewrite_reason(left_out, rewrite, sample_base, roll, float(F[0, 0]), current_full, catalog))
     if guarded is not None:
         reasons.insert(0, "safety: " + guarded["reason"])
     return {
@@ -531,6 +542,28 @@ def make_plan(
             elapsed_s=round(time.monotonic() - started, 4),
         ),
     }
+
+
+def _rewrite_reason(knobs, model, workload_base, roll, ops_per_s, current, catalog):
+    """Why the rewrite knobs were left out of the search, with their price when the data a node holds is known:
+    the time a rewrite takes and the ops it loses at the throughput in place (the gain it would buy is not
+    searched, so no break-even)."""
+    text = "left out of the search, as they are: %s (a switch rewrites every SSTable" % ", ".join(sorted(knobs))
+    if model is None:
+        return text + "; not priced)"
+    size, source = model.data_per_node(workload_base, roll.nodes)
+    if size is None:
+        return text + "; its price needs the data a node holds: rewrite.data_bytes)"
+    rate, bound = model.rate(current, catalog)
+    cost = rewrites.price(size, rate, model.loss, ops_per_s, ops_per_s, roll.nodes, model.order)
+    return text + ": %s a node at %s, %s in all, %s ops lost at the throughput in place; %.1f GB a node from %s)" % (
+        rewrites.duration(cost["seconds_per_node"]),
+        bound,
+        rewrites.duration(cost["seconds"]),
+        f"{cost['ops_lost']:,.0f}",
+        size / 1e9,
+        source,
+    )
 
 
 def _debt_summary(line, result):
@@ -705,6 +738,7 @@ class DynamicOptions:
     previous: dict | None = None
     model_error_given: bool = False
     debt: compaction.DebtModel | None = None
+    rewrite: rewrites.RewriteModel | None = None
 
     @classmethod
     def from_params(cls, params):
@@ -732,6 +766,7 @@ class DynamicOptions:
             raise PlanningError("debt.enabled: %r is not allowed; choose true or false" % (priced,))
         return cls(
             debt=compaction.DebtModel.from_dict(owed) if priced else None,
+            rewrite=rewrites.RewriteModel.from_params(params),
             forecast=forecast,
             workload_base=params["workload_base"],
             quantum=params["quantum"],
@@ -779,6 +814,7 @@ def plan(context, options):
         since_switch_s=options.since_switch_s,
         debt=options.debt,
         previous=options.previous,
+        rewrite=options.rewrite,
     )
     return planfile.build(
         body,

@@ -82,8 +82,13 @@ def plan(context, options):
     except replication.ReplicationError as exc:
         raise PlanningError("cluster.%s" % exc) from None
     current = context.current_configuration()
-    # Parameters whose change rewrites the data stay as they are (as in the dynamic plan).
-    kept = {n: current[n] for n in surrogate.model.space.parameters if context.catalog.apply_kind(n) == "table"}
+    # Parameters whose change rewrites the data stay as they are (as in the dynamic plan): table options, and the
+    # knobs that pay only once every SSTable is rewritten (the catalog's rewrite).
+    kept = {
+        n: current[n]
+        for n in surrogate.model.space.parameters
+        if context.catalog.apply_kind(n) == "table" or context.catalog.rewrite(n)
+    }
     kept.update(options.fixed or {})
     body = hetero_plan(
         surrogate.model,

@@ -296,6 +296,7 @@ PARAM_DEFAULTS = {
     "tail": 0.0,
     "safety": {},
     "debt": {},
+    "rewrite": {},
     "since_switch": None,
     "previous": None,
     "seed": 0,

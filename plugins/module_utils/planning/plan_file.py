@@ -15,7 +15,8 @@ A plan file is YAML (schema ``tactician.plan/v1``)::
     current: {configuration}
     steps:                            # the switches, in order; rolling_reconfigure.yml applies one per run
       - at, offset_s, configuration (only what changes), full_configuration, restart, roll_s, workload,
-        predicted {ops_per_s_before, ops_per_s_after, cost_ops, gain_ops, break_even_s, kept_s}, reason
+        predicted {ops_per_s_before, ops_per_s_after, cost_ops, gain_ops, break_even_s, kept_s, rewrite}, reason
+        (rewrite: the price of a switch that rewrites the data, planning/rewrite.py price())
     skipped: [{at, offset_s, reason}] # changes of the optimum the plan does not follow, and why
     predicted: {ops, in_place_ops, gain_ops, gain_share}
     baselines: {default, static_optimized, naive, theoretical_best, in_place}   # ops over the lookahead
@@ -89,6 +90,7 @@ STEP_SCHEMA = {
                 "gain_ops": _NUMBER,
                 "break_even_s": _OPTIONAL_NUMBER,
                 "kept_s": _NUMBER,
+                "rewrite": {"type": "object"},
             },
         },
         "gain_curve": {"type": "array"},

@@ -6,6 +6,12 @@ than the configuration in place.
 The static tuner (tuner.tune: the surrogate and a genetic algorithm over the catalog's parameters, honouring their
 types, ranges and the node's memory budget) searches from the configuration in place and the default; the plan
 has one step at offset 0 when its optimum beats the configuration in place, none otherwise.
+
+A switch of a knob that pays only once every SSTable is rewritten (the catalog's ``rewrite``: sstable_format,
+compression.chunk_length_in_kb) is priced (rewrite.py): the step carries the rewrite's time, the ops it loses and
+its break-even, and the switch is planned only when it pays back within ``horizon_s`` (how long the configuration
+is kept). When it does not, or when the data a node holds is not known, the rewrite knobs keep their values and the
+tuner searches again without them: the plan then switches only what pays without a rewrite, and says why.
 """
 
 from __future__ import annotations
@@ -14,78 +20,181 @@ from dataclasses import dataclass
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
+from ansible_collections.tactician.nosql.plugins.module_utils.planning import rewrite as rewrites
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import tuner
 from ansible_collections.tactician.nosql.plugins.module_utils.planning.dynamic import changes
+
+DEFAULT_HORIZON_S = 1800.0
+"""How long a static plan's configuration is assumed kept when nothing says (the plan module's horizon)."""
+SAMPLE_KEYS = ("data_bytes",)
+"""Keys of an observed sample a workload may carry for the planner but the surrogate does not read."""
 
 
 @dataclass
 class StaticOptions:
     """What mode static needs besides the context: the workload to tune for, parameters kept out of the search
-    (name to value), and the generations of the search."""
+    (name to value), the generations of the search, how long the configuration is kept (a switch that rewrites the
+    data must pay back within it) and how a rewrite is priced (None: not priced)."""
 
     workload: dict | None = None
     fixed: dict | None = None
     generations: int = 60
+    horizon_s: float = DEFAULT_HORIZON_S
+    rewrite: rewrites.RewriteModel | None = rewrites.RewriteModel()
 
     @classmethod
     def from_params(cls, params):
         """The options from the plan module's parameters."""
-        return cls(workload=params["workload"], fixed=params["fixed"])
+        return cls(
+            workload=params["workload"],
+            fixed=params["fixed"],
+            horizon_s=float(params.get("horizon") or DEFAULT_HORIZON_S),
+            rewrite=rewrites.RewriteModel.from_params(params),
+        )
 
 
-def plan(context, options):
-    """The plan document of mode static (context: a modes.PlanContext with its surrogate and roll loaded)."""
-    catalog, roll = context.catalog, context.roll
-    throughput = context.throughput()
-    feasible = context.feasible()
-    current = context.current_configuration()
-    workload = options.workload
+def _describe_gain(after, before, evaluations):
+    return (
+        "the static tuner predicts %s ops/s for this workload against %s with the configuration in place "
+        "(%+.1f %%), after %d evaluations"
+        % (
+            f"{after:,.0f}",
+            f"{before:,.0f}",
+            100.0 * (after - before) / before if before else 0.0,
+            evaluations,
+        )
+    )
+
+
+def make_plan(
+    throughput,
+    workload,
+    current,
+    roll,
+    catalog,
+    *,
+    default=None,
+    feasible=None,
+    fixed=None,
+    seed=0,
+    generations=60,
+    horizon_s=DEFAULT_HORIZON_S,
+    rewrite=None,
+    rf=None,
+):
+    """The plan body of mode static: {"steps", "predicted", "baselines", "reasons", "timing", ...}.
+
+    throughput: tuner.Throughput (or FunctionThroughput with a feature space); workload: the workload to tune for
+    (a sample's data_bytes may ride along: the data the cluster holds); current and default: complete
+    configurations; roll: cost_benefit.Roll; catalog: the store's Catalog; rewrite: a rewrite.RewriteModel prices a
+    switch of the catalog's rewrite knobs (None: not priced); horizon_s: how long the configuration is kept; rf:
+    the replication factor (the data a node holds when it is estimated from the workload's records)."""
     if not workload:
         raise PlanningError("workload: mode static needs the workload to tune for")
-    fixed = dict(options.fixed or {})
+    horizon_s = float(horizon_s)
+    if not horizon_s > 0:
+        raise PlanningError("horizon: %r is not allowed; give the seconds the configuration is kept (> 0)" % horizon_s)
+    modelled = {k: v for k, v in workload.items() if k not in SAMPLE_KEYS}
+    fixed = dict(fixed or {})
+    default = dict(default or current)
     found = tuner.tune(
         throughput,
-        [workload],
+        [modelled],
         feasible=feasible,
         fixed=fixed or None,
-        include=[current, context.default_configuration()],
-        seed=context.seed,
-        generations=options.generations,
+        include=[current, default],
+        seed=seed,
+        generations=generations,
     )
     before = found["included"][0]["score"]
-    after = found["score"]
-    setting = changes(catalog, current, found["config"])
+    evaluations = found["evaluations"]
+    reasons = []
+    chosen, after = found["config"], found["score"]
+    setting = changes(catalog, current, chosen)
+    cost = None
+    refused = []
+    if rewrite is not None and setting and after > before:
+        knobs = rewrites.rewritten(catalog, setting)
+        if knobs:
+            restart = any(catalog.apply_kind(n, current.get(n)) != "live" for n in setting)
+            size, source = rewrite.data_per_node(workload, roll.nodes, rf)
+            refusal = None
+            if size is None:
+                refusal = "switching %s rewrites every SSTable, and its price is unknown: %s" % (
+                    ", ".join(sorted(knobs)),
+                    source,
+                )
+            else:
+                rate, bound = rewrite.rate(chosen, catalog)
+                cost = rewrites.price(
+                    size, rate, rewrite.loss, before, after, roll.nodes, rewrite.order, roll.duration(restart)
+                )
+                text = rewrites.describe(knobs, cost, source, bound)
+                if cost["pays_back_s"] is None or cost["pays_back_s"] > horizon_s:
+                    refusal = text + "; not planned: it does not pay back within the horizon of %s" % rewrites.duration(
+                        horizon_s
+                    )
+                else:
+                    reasons.append(text + ", within the horizon of %s" % rewrites.duration(horizon_s))
+            if refusal is not None:
+                # Keep the rewrite knobs as they are and search again: what pays without a rewrite.
+                reasons.append(refusal)
+                refused = sorted(knobs)
+                kept = {n: current[n] for n in knobs if n in throughput.space.parameters}
+                fixed.update(kept)
+                again = tuner.tune(
+                    throughput,
+                    [modelled],
+                    feasible=feasible,
+                    fixed=fixed,
+                    include=[current, dict(default, **kept)],
+                    seed=seed,
+                    generations=generations,
+                )
+                evaluations += again["evaluations"]
+                chosen, after, cost = again["config"], again["score"], None
+                setting = changes(catalog, current, chosen)
     steps = []
     if setting and after > before:
         restart = any(catalog.apply_kind(n, current.get(n)) != "live" for n in setting)
+        reason = _describe_gain(after, before, evaluations)
+        if reasons:
+            reason += "; " + "; ".join(reasons)
+        predicted = {
+            "ops_per_s_before": round(before, 1),
+            "ops_per_s_after": round(after, 1),
+            "cost_ops": cost["ops_lost"] if cost else 0.0,
+            "gain_ops": 0.0,
+            "break_even_s": cost["break_even_s"] if cost else None,
+            "kept_s": 0.0,
+        }
+        if cost:
+            predicted["gain_ops"] = round(
+                (after - before) * max(0.0, horizon_s - cost["pays_back_s"] + cost["break_even_s"]) - cost["ops_lost"],
+                1,
+            )
+            predicted["kept_s"] = horizon_s
+            predicted["rewrite"] = dict(cost, parameters=sorted(rewrites.rewritten(catalog, setting)))
         steps.append(
             planfile.new_step(
                 step=0,
                 offset_s=0.0,
                 configuration=setting,
-                full_configuration=found["config"],
+                full_configuration=chosen,
                 restart=restart,
                 roll_s=roll.duration(restart),
                 workload=workload,
-                predicted={
-                    "ops_per_s_before": round(before, 1),
-                    "ops_per_s_after": round(after, 1),
-                    "cost_ops": 0.0,
-                    "gain_ops": 0.0,
-                    "break_even_s": None,
-                    "kept_s": 0.0,
-                },
-                reason="the static tuner predicts %s ops/s for this workload against %s with the configuration "
-                "in place (%+.1f %%), after %d evaluations"
-                % (
-                    f"{after:,.0f}",
-                    f"{before:,.0f}",
-                    100.0 * (after - before) / before if before else 0.0,
-                    found["evaluations"],
-                ),
+                predicted=predicted,
+                reason=reason,
             )
         )
-    body = {
+    elif refused:
+        reasons.append(
+            "keeping %s as it is, the configuration in place is predicted best for this workload" % ", ".join(refused)
+        )
+    else:
+        reasons.append("the configuration in place is predicted best for this workload")
+    return {
         "steps": steps,
         "predicted": {
             "ops_per_s": round(after, 1),
@@ -94,11 +203,30 @@ def plan(context, options):
             "gain_share": round((after - before) / before, 5) if before else None,
         },
         "baselines": {"in_place": round(before, 1), "default": round(found["included"][1]["score"], 1)},
-        "reasons": [] if steps else ["the configuration in place is predicted best for this workload"],
-        "timing": {"elapsed_s": found["elapsed_s"], "evaluations": found["evaluations"]},
+        "reasons": reasons,
+        "timing": {"elapsed_s": found["elapsed_s"], "evaluations": evaluations},
         "solver": "ga",
         "lookahead": {},
     }
+
+
+def plan(context, options):
+    """The plan document of mode static (context: a modes.PlanContext with its surrogate and roll loaded)."""
+    body = make_plan(
+        context.throughput(),
+        options.workload,
+        context.current_configuration(),
+        context.roll,
+        context.catalog,
+        default=context.default_configuration(),
+        feasible=context.feasible(),
+        fixed=options.fixed,
+        seed=context.seed,
+        generations=options.generations,
+        horizon_s=options.horizon_s,
+        rewrite=options.rewrite,
+        rf=(context.cluster_facts or {}).get("rf"),
+    )
     return planfile.build(
         body,
         context.store,
@@ -106,6 +234,6 @@ def plan(context, options):
         context.store_version,
         context.cluster_facts,
         context.surrogate.facts,
-        current,
+        context.current_configuration(),
         kind="static",
     )
