@@ -371,6 +371,12 @@ def measure_pairs(spec, configs, args, samplers, probe, log, switches=None, tune
             price = ke._shape.switch_compaction(table, ucs_options(b_config[UCS]), node=node, log=log)
             switches.append(dict(price, kind="compaction strategy", phase=phase, node=node.name, table=table))
             log("  " + switch_note(switches[-1])[2:])
+        if getattr(args, "compact_each_phase", False):
+            for node, table in phase_tables(a_config, b_config):
+                log("  %s: a major compaction of %s on %s first" % (phase, table, node.name))
+                price = ke._shape.major_compaction(table, node)
+                switches.append(dict(price, kind="compaction", phase=phase, node=node.name, table=table))
+                log("  " + switch_note(switches[-1])[2:])
         together = args.design == CONCURRENT
         if args.warmup_s and together:
             warm_together(spec, a_config, b_config, phase, args, samplers, probe, log)
@@ -776,6 +782,13 @@ def parse_args(argv):
         "table an arm reads, on each node, so that both nodes start the node A/A with their tables in one state "
         "(one SSTable each) rather than in whatever state their loads and earlier runs left",
     )
+    parser.add_argument(
+        "--compact-each-phase",
+        action="store_true",
+        help="pairs or concurrent: before every phase, a major compaction (priced) of the tables its two arms read "
+        "(the latest node's left to its own compaction), so that an update workload's SSTables, which pile up on "
+        "the bench node over the phases, do not make the later phases' ratios depend on their order",
+    )
     ke._shape.add_disk_cap_options(parser, "every node's")
     ke._shape.add_allocator_option(parser, "every node")
     parser.add_argument(
@@ -818,9 +831,10 @@ def parse_args(argv):
             parser.error(
                 "--rounds: %r with --design %s; choose an even number (whole ABBA blocks)" % (args.rounds, args.design)
             )
-    elif args.ucs or args.no_tuned or args.node_phase or args.raced or args.compact_first:
+    elif args.ucs or args.no_tuned or args.node_phase or args.raced or args.compact_first or args.compact_each_phase:
         parser.error(
-            "--ucs, --node-phase, --raced, --compact-first and --no-tuned: only with --design pairs or concurrent "
+            "--ucs, --node-phase, --raced, --compact-first, --compact-each-phase and --no-tuned: only with --design "
+            "pairs or concurrent "
             "(the rounds compare every arm on one node)"
         )
     elif args.latest and args.rounds % 4:
@@ -885,11 +899,17 @@ def tuned_node_restored(log, stopping=()):
             ke._shape.restart_with(tuned, log=log)
 
 
-def tables_read(configs):
+def phase_tables(a_config, b_config):
+    """[(node, table)] one phase's two arms read, each once (the latest node's excluded: its BTI data set and its
+    unified compaction are its own)."""
+    return tables_read({"A": a_config, "B": b_config}, phases=[("phase", a_config, b_config)])
+
+
+def tables_read(configs, phases=None):
     """[(node, table)] the phases of configs (pair_phases: the node A/A's defaults on the tuned node among them)
     read, each once, in the order of the phases (the latest node's excluded: its BTI data set is its own)."""
     found = []
-    for _phase, a_config, b_config in pair_phases(configs):
+    for _phase, a_config, b_config in pair_phases(configs) if phases is None else phases:
         for config in (a_config, b_config):
             node = node_of(config)
             pair = (node, node.tables[config[st.CHUNK]]) if node is not ke._shape.LATEST_NODE else None

@@ -519,6 +519,30 @@ def test_compact_first_compacts_every_table_an_arm_reads_once_and_prices_it(monk
         bench.parse_args(["--rounds", "2", "--compact-first"])
 
 
+def test_compact_each_phase_compacts_the_two_tables_of_every_phase_before_it(monkeypatch):
+    applied, runs = _record_runs(monkeypatch)
+    compactions = []
+    monkeypatch.setattr(bench.ke._shape, "major_compaction", _compactions(compactions, lambda: len(runs), 30.0, 4300.0))
+    monkeypatch.setattr(bench.ke, "Sampler", lambda pid, group=None: _Sampler())
+    args = bench.parse_args(["--design", "pairs", "--rounds", "2", "--latest", "--compact-each-phase"])
+    configs = bench.arm_configs(args, {"concurrent_reads": 32}, {"concurrent_reads": 124, bench.st.CHUNK: 4})
+    nodes = (bench.ke._shape.BENCH_NODE, bench.ke._shape.TUNED_NODE, bench.ke._shape.LATEST_NODE)
+    samplers = {node.name: _Sampler() for node in nodes}
+    switches = []
+    windows = bench.measure_pairs("f", configs, args, samplers, None, print, switches, {})
+    # Before each phase's first window (4 windows a phase): the bench node's table and B's; latest's left alone.
+    assert compactions == [
+        ("bench-cassandra1", "usertable", 0),
+        ("bench-tuned1", "usertable", 0),
+        ("bench-cassandra1", "usertable", 4),
+        ("bench-tuned1", "usertable_c4", 4),
+        ("bench-cassandra1", "usertable", 8),
+    ]
+    assert [s["phase"] for s in switches][-1] == bench.LATEST and len(windows) == 12
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--rounds", "2", "--compact-each-phase"])
+
+
 def test_a_row_cache_a_run_turned_on_is_turned_off_at_its_end_even_on_a_node_it_stops(monkeypatch):
     applied = []
     monkeypatch.setattr(bench.st, "apply_config", lambda config, node=None: applied.append((node.name, config)))
