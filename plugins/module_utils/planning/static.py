@@ -16,6 +16,7 @@ tuner searches again without them: the plan then switches only what pays without
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
@@ -92,7 +93,7 @@ def make_plan(
     if not workload:
         raise PlanningError("workload: mode static needs the workload to tune for")
     horizon_s = float(horizon_s)
-    if not horizon_s > 0:
+    if math.isnan(horizon_s) or horizon_s <= 0:
         raise PlanningError("horizon: %r is not allowed; give the seconds the configuration is kept (> 0)" % horizon_s)
     modelled = {k: v for k, v in workload.items() if k not in SAMPLE_KEYS}
     fixed = dict(fixed or {})
