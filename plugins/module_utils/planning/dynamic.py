@@ -251,7 +251,7 @@ def make_plan(
         raise PlanningError("solver: %r is not allowed; choose exact or ga" % (solver,))
     # An observed sample's data size may ride along for the rewrite's price; the surrogate does not read it.
     sample_base = dict(workload_base or {})
-    workload_base = {k: v for k, v in sample_base.items() if k != "data_bytes"} if workload_base is not None else None
+    workload_base = rewrites.modelled(sample_base) if workload_base is not None else None
     space = throughput.space
     known = is_schedule(forecast)
     workloads, demand = workloads_from_forecast(forecast, workload_base, quantum, unthrottled_zero=known)

@@ -44,6 +44,15 @@ RECORD_BYTES = 1000.0
 """A workload's record size when it gives none (YCSB's 10 fields of 100 bytes, the surrogate's default)."""
 
 
+SAMPLE_KEYS = ("data_bytes",)
+"""Keys of an observed sample a workload may carry for the rewrite's price but the surrogate does not read."""
+
+
+def modelled(workload):
+    """The workload without the sample keys the surrogate does not read (SAMPLE_KEYS)."""
+    return {k: v for k, v in workload.items() if k not in SAMPLE_KEYS}
+
+
 class RewriteError(PlanningError, ValueError):
     """Bad rewrite settings; the message names the field and what is allowed."""
 

@@ -27,8 +27,6 @@ from ansible_collections.tactician.nosql.plugins.module_utils.planning.dynamic i
 
 DEFAULT_HORIZON_S = 1800.0
 """How long a static plan's configuration is assumed kept when nothing says (the plan module's horizon)."""
-SAMPLE_KEYS = ("data_bytes",)
-"""Keys of an observed sample a workload may carry for the planner but the surrogate does not read."""
 
 
 @dataclass
@@ -95,7 +93,7 @@ def make_plan(
     horizon_s = float(horizon_s)
     if math.isnan(horizon_s) or horizon_s <= 0:
         raise PlanningError("horizon: %r is not allowed; give the seconds the configuration is kept (> 0)" % horizon_s)
-    modelled = {k: v for k, v in workload.items() if k not in SAMPLE_KEYS}
+    modelled = rewrites.modelled(workload)
     fixed = dict(fixed or {})
     default = dict(default or current)
     found = tuner.tune(
