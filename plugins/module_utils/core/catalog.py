@@ -8,7 +8,7 @@ one setting:
 - normalize(): the canonical value from what a user wrote or what the server reports
   ("64MiB", "1GiB", "10s", "yes", Redis "100mb" or a byte count, an enum in any case);
 - validate(): a whole set of settings at once, every problem in one error (unknown names with close matches,
-  wrong types, ranges with their unit, choices, the memory budget);
+  wrong types, ranges with their unit, choices, the catalog's constraints between parameters, the memory budget);
 - apply_kind() / split(): live, restart or table (a schema change, not a node setting); rewrite(): whether a switch
   only pays once the data is rewritten (a new SSTable format, a new compression chunk);
 - config_key() / config_text(): where and how the value is written in the config file;
@@ -153,6 +153,7 @@ class Catalog:
                 self._alias[other] = entry["name"]
             if entry.get("renamed_from"):
                 self._renamed[entry["renamed_from"]] = entry
+        self._conditions = self._read_conditions()
 
     @classmethod
     def for_store(cls, store, version=None):
@@ -380,9 +381,41 @@ class Catalog:
             return "%s: %r does not have the expected form (%s)" % (name, value, entry.get("description", ""))
         return None
 
-    def _constraint_problems(self, values, heap_mb, memory_mb):
+    def _read_conditions(self):
+        """The constraints of kind when/needs as (when, needs), each {name: [normalized values]}; CatalogError
+        naming the rule's field when a listed value is not one the parameter takes."""
+        conditions = []
         problems = []
         for rule in self._data.get("constraints") or []:
+            if "when" not in rule:
+                continue
+            parts = []
+            for key in ("when", "needs"):
+                part = {}
+                for name, allowed in rule[key].items():
+                    entry = self._entry(name)
+                    listed = part.setdefault(entry["name"], [])
+                    for value in allowed:
+                        try:
+                            listed.append(self._normalize(entry, value))
+                        except CatalogError as exc:
+                            problems.append("constraints: %s %s" % (key, exc))
+                parts.append(part)
+            conditions.append(tuple(parts))
+        if problems:
+            raise CatalogError("catalog: %s" % "; ".join(problems), problems)
+        return conditions
+
+    def constraint_fields(self):
+        """The names the when/needs constraints read: a check of a configuration that leaves one of them out
+        takes its default, so a caller that knows the value in place passes it along."""
+        return sorted({name for when, needs in self._conditions for name in list(when) + list(needs)})
+
+    def _constraint_problems(self, values, heap_mb, memory_mb):
+        problems = self._condition_problems(values)
+        for rule in self._data.get("constraints") or []:
+            if "when" in rule:
+                continue
             small, large = rule["smaller"], rule["larger"]
             if small not in values and large not in values:
                 continue
@@ -391,6 +424,33 @@ class Catalog:
             if is_number(a) and is_number(b) and a > b:
                 problems.append(
                     "%s (%s) must not be larger than %s (%s)" % (small, _format_number(a), large, _format_number(b))
+                )
+        return problems
+
+    def _condition_problems(self, values):
+        """when/needs rules: when every when-parameter has one of its listed values, every needs-parameter must
+        have one of its own. A parameter not given counts with its default (storage_compatibility_mode's is
+        CASSANDRA_4), as in the smaller/larger rules; a rule none of whose parameters is given is not checked."""
+        problems = []
+        for when, needs in self._conditions:
+            if not any(name in values for name in list(when) + list(needs)):
+                continue
+            current = {name: values.get(name, self._entries[name].get("default")) for name in list(when) + list(needs)}
+            if not all(current[name] in allowed for name, allowed in when.items()):
+                continue
+            missing = [name for name, allowed in needs.items() if current[name] not in allowed]
+            if not missing:
+                continue
+            condition = " and ".join("%s: %s" % (name, _format_number(current[name])) for name in when)
+            for name in missing:
+                given = (
+                    "given: %s" % _format_number(current[name])
+                    if name in values
+                    else "not given, its default is %s" % _format_number(current[name])
+                )
+                problems.append(
+                    "%s needs %s %s (%s)"
+                    % (condition, name, " or ".join(_format_number(v) for v in needs[name]), given)
                 )
         return problems
 

@@ -189,11 +189,34 @@ def check_structure(data, where="catalog"):
         if restart_from is not None and not isinstance(restart_from, list):
             problems.append("%s: live.restart_from must be a list of values" % entry.get("name"))
     for rule in data.get("constraints") or []:
-        for key in ("smaller", "larger"):
-            if rule.get(key) not in seen:
-                problems.append("constraints: %s %r is not a parameter" % (key, rule.get(key)))
+        problems.extend(_rule_problems(rule, seen))
     if problems:
         raise CatalogError("%s: %s" % (where, "; ".join(problems)), problems)
+
+
+def _rule_problems(rule, seen):
+    """What is wrong with one constraints rule: a pair (smaller, larger) or a condition (when, needs), each a
+    mapping of parameter name to the list of its values."""
+    if not isinstance(rule, dict):
+        return ["constraints: %r is not a mapping" % (rule,)]
+    if "when" in rule or "needs" in rule:
+        problems = []
+        for key in ("when", "needs"):
+            part = rule.get(key)
+            if not isinstance(part, dict) or not part:
+                problems.append("constraints: %s must map parameter names to lists of values" % key)
+                continue
+            for name, allowed in part.items():
+                if name not in seen:
+                    problems.append("constraints: %s %r is not a parameter" % (key, name))
+                if not isinstance(allowed, list) or not allowed:
+                    problems.append("constraints: %s %s must be a non-empty list of values" % (key, name))
+        return problems
+    return [
+        "constraints: %s %r is not a parameter" % (key, rule.get(key))
+        for key in ("smaller", "larger")
+        if rule.get(key) not in seen
+    ]
 
 
 def _entry_problems(entry, store):

@@ -36,9 +36,13 @@ _MAX_PASSES = 100
 
 
 # ------------------------------------------------------------------------------------------------ design
-def feasible_by_catalog(catalog, memory_mb=None, heap_mb=None):
+def feasible_by_catalog(catalog, memory_mb=None, heap_mb=None, in_place=None):
     """feasible(config) -> (bool, reason): the catalog's validate() with the memory budget of this machine
-    (heap-drawing sizes within the catalog's share of heap_mb, memory sizes plus the heap within memory_mb)."""
+    (heap-drawing sizes within the catalog's share of heap_mb, memory sizes plus the heap within memory_mb).
+
+    in_place: the node's settings in place (name -> value); of them, the values the catalog's when/needs rules read
+    and config leaves out are checked with config (a switch to sstable_format bti passes on a node that runs
+    storage_compatibility_mode NONE already), instead of their defaults."""
     if isinstance(catalog, FeatureSpace):
         catalog = catalog.catalog
     if not isinstance(catalog, Catalog):
@@ -47,10 +51,27 @@ def feasible_by_catalog(catalog, memory_mb=None, heap_mb=None):
         memory_mb = check_number("memory_mb", memory_mb, above=0)
     if heap_mb is not None:
         heap_mb = check_number("heap_mb", heap_mb, above=0)
+    read = set(catalog.constraint_fields())
+    kept = {}
+    for name, value in (in_place or {}).items():
+        try:
+            canonical = catalog.canonical(name)
+        except CatalogError:
+            continue
+        if canonical in read:
+            kept[canonical] = value
 
     def feasible(config):
+        settings = dict(config)
+        given = set()
+        for name in settings:
+            try:
+                given.add(catalog.canonical(name))
+            except CatalogError:
+                continue  # validate() names it
+        settings.update({name: value for name, value in kept.items() if name not in given})
         try:
-            catalog.validate(config, memory_mb=memory_mb, heap_mb=heap_mb)
+            catalog.validate(settings, memory_mb=memory_mb, heap_mb=heap_mb)
         except CatalogError as exc:
             return False, str(exc)
         return True, ""

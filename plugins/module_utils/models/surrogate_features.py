@@ -602,6 +602,12 @@ class FeatureSpace:
         data = self.catalog.to_dict()
         wanted = set(self.parameters)
         by_name = {entry["name"]: entry for entry in data["parameters"]}
+        # A when/needs rule on a tuned parameter comes along with the entries it needs (as live.requires' do), so
+        # that the space's own catalog refuses what the store's refuses.
+        conditions = [rule for rule in data.get("constraints") or [] if "when" in rule and wanted & set(rule["when"])]
+        for rule in conditions:
+            wanted.update(rule["when"])
+            wanted.update(rule["needs"])
         todo = list(wanted)
         while todo:
             entry = by_name[todo.pop()]
@@ -617,7 +623,9 @@ class FeatureSpace:
         if data.get("budget") is not None:
             subset["budget"] = data["budget"]
         rules = [
-            rule for rule in data.get("constraints") or [] if rule["smaller"] in wanted and rule["larger"] in wanted
+            rule
+            for rule in data.get("constraints") or []
+            if rule in conditions or ("when" not in rule and rule["smaller"] in wanted and rule["larger"] in wanted)
         ]
         if rules:
             subset["constraints"] = rules

@@ -108,6 +108,7 @@ def plan(context, options):
         min_gain=options.min_gain,
         fixed=kept or None,
         seed=context.seed,
+        in_place=context.current,
     )
     facts = {
         "nodes": len(hosts),
@@ -217,8 +218,10 @@ def hetero_plan(
     t_config_s=complete_sets.DEFAULT_T_DOWN_CONFIG_S,
     t_vm_s=complete_sets.DEFAULT_T_DOWN_VM_S,
     generations=30,
+    in_place=None,
 ):
-    """The body of a heterogeneous plan (planfile.build): VM type and configuration per complete-set."""
+    """The body of a heterogeneous plan (planfile.build): VM type and configuration per complete-set. in_place:
+    the settings in place as given, for the catalog's when/needs rules (surrogate_design.feasible_by_catalog)."""
     if vm_scaling not in VM_SCALINGS:
         raise PlanningError("vm_scaling: %r is not allowed; choose one of %s" % (vm_scaling, ", ".join(VM_SCALINGS)))
     if not isinstance(workload, dict):
@@ -246,7 +249,9 @@ def hetero_plan(
         machines.append(
             {
                 "key": (memory_mb, heap_mb) if vm_scaling == "vcpu" else tuple(sorted(values.items())),
-                "feasible": surrogate_design.feasible_by_catalog(catalog, memory_mb=memory_mb, heap_mb=heap_mb),
+                "feasible": surrogate_design.feasible_by_catalog(
+                    catalog, memory_mb=memory_mb, heap_mb=heap_mb, in_place=in_place
+                ),
                 "throughput": base_throughput if vm_scaling == "vcpu" else tuner.Throughput(model, hardware=hardware),
             }
         )

@@ -102,7 +102,9 @@ class PlanContext:
         )
 
     def feasible(self):
-        """The catalog's feasibility rule on the surrogate's hardware (its memory and heap, when known)."""
+        """The catalog's feasibility rule on the surrogate's hardware (its memory and heap, when known), with the
+        settings in place that the catalog's when/needs rules read (storage_compatibility_mode for a switch to
+        sstable_format bti)."""
         hardware = self.surrogate.hardware
         try:
             heap_mb = (
@@ -113,7 +115,9 @@ class PlanContext:
             memory_mb = float(hardware["ram_gb"]) * 1024.0 if hardware.get("ram_gb") else None
         except surrogate_features.SurrogateError:
             heap_mb = memory_mb = None
-        return surrogate_design.feasible_by_catalog(self.catalog, memory_mb=memory_mb, heap_mb=heap_mb or None)
+        return surrogate_design.feasible_by_catalog(
+            self.catalog, memory_mb=memory_mb, heap_mb=heap_mb or None, in_place=self.current
+        )
 
 
 # ------------------------------------------------------------------------------------------------ the modes

@@ -406,6 +406,53 @@ def test_constraints(redis):
     assert redis.validate({"active-defrag-threshold-lower": 150, "active-defrag-threshold-upper": 200})
 
 
+def test_bti_needs_a_storage_compatibility_mode_past_cassandra_4(cassandra):
+    assert cassandra.validate({"sstable_format": "bti", "storage_compatibility_mode": "NONE"}) == {
+        "sstable_format": "bti",
+        "storage_compatibility_mode": "NONE",
+    }
+    # Cassandra's own check refuses only CASSANDRA_4: the interim UPGRADING mode writes BTI files too.
+    assert cassandra.validate({"sstable_format": "BTI", "storage_compatibility_mode": "upgrading"})
+    with pytest.raises(CatalogError) as err:
+        cassandra.validate({"sstable_format": "bti", "storage_compatibility_mode": "CASSANDRA_4"})
+    assert err.value.problems == [
+        "sstable_format: bti needs storage_compatibility_mode UPGRADING or NONE (given: CASSANDRA_4)"
+    ]
+    # Not given, the mode is the default's, CASSANDRA_4: the settings must say it (as the bench-bti and the
+    # cassandra_latest configurations do).
+    with pytest.raises(CatalogError) as err:
+        cassandra.validate({"sstable_format": "bti", "concurrent_reads": 32})
+    assert err.value.problems == [
+        "sstable_format: bti needs storage_compatibility_mode UPGRADING or NONE (not given, its default is CASSANDRA_4)"
+    ]
+
+
+@pytest.mark.parametrize("mode", [None, "CASSANDRA_4", "UPGRADING", "NONE"])
+def test_the_big_format_runs_in_every_storage_compatibility_mode(cassandra, mode):
+    settings = {"sstable_format": "big"}
+    if mode:
+        settings["storage_compatibility_mode"] = mode
+    assert cassandra.validate(settings) == settings
+    if mode:
+        assert cassandra.validate({"storage_compatibility_mode": mode}) == {"storage_compatibility_mode": mode}
+
+
+def test_a_bad_condition_in_the_catalog_names_the_rule(cassandra):
+    data = cassandra.to_dict()
+    data["constraints"] = [{"when": {"sstable_format": ["btree"]}, "needs": {"storage_compatibility_mode": ["NONE"]}}]
+    with pytest.raises(CatalogError, match=r"constraints: when sstable_format: 'btree' is not allowed; allowed: big"):
+        Catalog(data)
+    data["constraints"] = [{"when": {"sstable_format": ["bti"]}, "needs": {"storage_mode": ["NONE"]}}]
+    with pytest.raises(CatalogError, match=r"constraints: needs 'storage_mode' is not a parameter"):
+        Catalog(data)
+    data["constraints"] = [{"when": {"sstable_format": "bti"}, "needs": {"storage_compatibility_mode": ["NONE"]}}]
+    with pytest.raises(CatalogError, match=r"constraints: when sstable_format must be a non-empty list of values"):
+        Catalog(data)
+    with pytest.raises(CatalogError, match=r"constraints"):
+        catalog_files.validate_catalog_schema(data)
+    assert cassandra.constraint_fields() == ["sstable_format", "storage_compatibility_mode"]
+
+
 def test_string_pattern(redis):
     assert redis.validate({"save": ""}) == {"save": ""}
     with pytest.raises(CatalogError, match="save: '3600' does not have the expected form"):

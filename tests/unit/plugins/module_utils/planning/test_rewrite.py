@@ -11,6 +11,7 @@ from ansible_collections.tactician.nosql.plugins.module_utils.core import catalo
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog import Catalog
 from ansible_collections.tactician.nosql.plugins.module_utils.core.catalog_files import CatalogError
 from ansible_collections.tactician.nosql.plugins.module_utils.core.errors import PlanningError
+from ansible_collections.tactician.nosql.plugins.module_utils.models import surrogate_design
 from ansible_collections.tactician.nosql.plugins.module_utils.models.surrogate_features import FeatureSpace
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import dynamic, modes, static, tuner
 from ansible_collections.tactician.nosql.plugins.module_utils.planning import plan_file as planfile
@@ -177,6 +178,24 @@ def test_a_rewrite_of_unknown_size_is_not_planned_and_the_reason_says_what_to_gi
     body = _plan(space, catalog, B, rewrite=None)
     assert body["steps"][0]["configuration"]["sstable_format"] == "bti"
     assert "rewrite" not in body["steps"][0]["predicted"]
+
+
+def test_a_switch_to_bti_needs_the_storage_compatibility_mode_in_place(space, catalog):
+    # The catalog's feasibility rule reads the mode from the configuration in place (it is not a tuned
+    # parameter): on a node in the default CASSANDRA_4 mode, which refuses BTI files, bti is never chosen.
+    workload = dict(B, data_bytes=int(4.3 * GB))
+    body = _plan(space, catalog, workload, feasible=surrogate_design.feasible_by_catalog(catalog))
+    assert body["steps"] == []
+    in_place = {"compaction_throughput": 64, "storage_compatibility_mode": "NONE"}
+    feasible = surrogate_design.feasible_by_catalog(catalog, in_place=in_place)
+    assert feasible(space.complete({"sstable_format": "bti"}))[0]
+    (step,) = _plan(space, catalog, workload, feasible=feasible)["steps"]
+    assert step["configuration"]["sstable_format"] == "bti"
+    assert "storage_compatibility_mode" not in step["configuration"]  # in place already
+    # The space's own catalog (a model file's) carries the rule and the entry it reads.
+    subset = FeatureSpace.from_dict(space.to_dict()).catalog
+    assert "storage_compatibility_mode" in subset.names()
+    assert not surrogate_design.feasible_by_catalog(subset)(space.complete({"sstable_format": "bti"}))[0]
 
 
 def test_the_plan_modules_options_reach_the_static_mode():
