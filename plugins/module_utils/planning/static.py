@@ -96,15 +96,21 @@ def make_plan(
     modelled = rewrites.modelled(workload)
     fixed = dict(fixed or {})
     default = dict(default or current)
-    found = tuner.tune(
-        throughput,
-        [modelled],
-        feasible=feasible,
-        fixed=fixed or None,
-        include=[current, default],
-        seed=seed,
-        generations=generations,
-    )
+
+    def search(kept):
+        """The tuner's best for the workload, the parameters of kept held at their values (the rewrite knobs a
+        refused switch leaves as they are) besides the fixed ones."""
+        return tuner.tune(
+            throughput,
+            [modelled],
+            feasible=feasible,
+            fixed=dict(fixed, **kept) or None,
+            include=[current, dict(default, **kept)],
+            seed=seed,
+            generations=generations,
+        )
+
+    found = search({})
     before = found["included"][0]["score"]
     evaluations = found["evaluations"]
     reasons = []
@@ -139,17 +145,7 @@ def make_plan(
                 # Keep the rewrite knobs as they are and search again: what pays without a rewrite.
                 reasons.append(refusal)
                 refused = sorted(knobs)
-                kept = {n: current[n] for n in knobs if n in throughput.space.parameters}
-                fixed.update(kept)
-                again = tuner.tune(
-                    throughput,
-                    [modelled],
-                    feasible=feasible,
-                    fixed=fixed,
-                    include=[current, dict(default, **kept)],
-                    seed=seed,
-                    generations=generations,
-                )
+                again = search({n: current[n] for n in knobs if n in throughput.space.parameters})
                 evaluations += again["evaluations"]
                 chosen, after, cost = again["config"], again["score"], None
                 setting = changes(catalog, current, chosen)
