@@ -128,14 +128,19 @@ def race_node(header):
 def newest_race(folder, workload):
     """The history of the newest finished race of this workload in folder (shape_racing.py's run folder), or None:
     how `make bench` hands the race it ran to shape_tuning.py --raced."""
+    return newest_race_best(folder, workload)[0]
+
+
+def newest_race_best(folder, workload):
+    """(newest_race(), its race_best()), each history read once; (None, None) when there is none."""
     found = glob.glob(os.path.join(folder, "race-%s-*.jsonl" % workload))
     for path in sorted(found, key=os.path.getmtime, reverse=True):
         try:
-            race_best(path)
+            best = race_best(path)
         except SystemExit:
             continue  # not a race history, or a race stopped before its end
-        return path
-    return None
+        return path, best
+    return None, None
 
 
 def race_best(path):

@@ -929,10 +929,12 @@ def compact_first(configs, log):
     return switches
 
 
-def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, changes=None):
+def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, changes=None, races=None):
     """The run, per workload; changes (of tuned_node_restored) gets what the run changes on the tuned node: its
-    tables' compaction options before a --ucs phase changes them, and what a --node-phase restarted it with."""
+    tables' compaction options before a --ucs phase changes them, and what a --node-phase restarted it with.
+    races: raced_races(args), when the caller has read them already."""
     changes = {"compaction": {}, "restart": {}} if changes is None else changes
+    races = raced_races(args) if races is None else races
     for node in nodes:
         ke._shape.ensure_loaded(args.records, force=args.reload, log=log, node=node)
     for node in nodes:
@@ -953,13 +955,10 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
     ) as probe:
         for spec in args.workloads:
             config, predicted, per_chunk = tuned_config(model, hardware, spec, args.records, args.threads, defaults)
-            raced = race = None
-            history = args.raced
-            if history and os.path.isdir(history):
-                history = shape_racing.newest_race(history, spec)
+            history, raced, race = races.get(spec, NO_RACE)
+            if args.raced and os.path.isdir(args.raced):
                 log("%s: the newest finished race in %s: %s" % (spec, args.raced, history or "none, no raced phase"))
             if history:
-                raced, race = shape_racing.race_best(history)
                 if race["node"] == ke._shape.LATEST_NODE.name:
                     if not args.latest:
                         raise SystemExit(
@@ -1007,14 +1006,29 @@ def run_workloads(args, nodes, model, hardware, server_cpus, out, stamp, log, ch
     return results, shape, began
 
 
-def raced_on_bti(args):
-    """Whether a workload's raced configuration (--raced: a race's history, or the folder of the newest) reads BTI
-    files: its phase then needs the bti twin node, which the run starts beside the others."""
+NO_RACE = (None, None, None)
+"""A workload's entry of raced_races() when it has no raced phase."""
+
+
+def raced_races(args):
+    """{workload: (history, raced best, the race's result)} of --raced (a race's history, or the folder of the
+    newest finished race of each workload), each history read once: NO_RACE for a workload with none."""
+    races = {}
+    one = None  # a history file given: the race of every workload
     for spec in args.workloads if args.raced else ():
-        history = shape_racing.newest_race(args.raced, spec) if os.path.isdir(args.raced) else args.raced
-        if history and shape_racing.race_best(history)[1]["node"] == ke._shape.BTI_NODE.name:
-            return True
-    return False
+        if os.path.isdir(args.raced):
+            history, found = shape_racing.newest_race_best(args.raced, spec)
+        else:
+            one = one or shape_racing.race_best(args.raced)
+            history, found = args.raced, one
+        races[spec] = (history, *found) if history else NO_RACE
+    return races
+
+
+def raced_on_bti(races):
+    """Whether a workload's raced configuration (races: raced_races()) reads BTI files: its phase then needs the
+    bti twin node, which the run starts beside the others."""
+    return any(race is not None and race["node"] == ke._shape.BTI_NODE.name for _h, _b, race in races.values())
 
 
 def main(argv=None):
@@ -1030,7 +1044,8 @@ def main(argv=None):
     hardware = metadata["hardware_profile"]
     out, stamp, log, server_cpus = ke._shape.start_run("shape-tuning")
     own = ([ke._shape.TUNED_NODE] if args.tuned_node else []) + ([ke._shape.LATEST_NODE] if args.latest else [])
-    if raced_on_bti(args):
+    races = raced_races(args)
+    if raced_on_bti(races):
         own.append(ke._shape.BTI_NODE)
     nodes = [ke._shape.BENCH_NODE] + own
     started = []
@@ -1050,7 +1065,7 @@ def main(argv=None):
                             started.append(node)
                             ke._shape.start_node(node)
                     results, shape, began = run_workloads(
-                        args, nodes, model, hardware, server_cpus, out, stamp, log, changes
+                        args, nodes, model, hardware, server_cpus, out, stamp, log, changes, races
                     )
     finally:
         for node in started:

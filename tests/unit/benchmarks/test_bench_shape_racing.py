@@ -224,9 +224,12 @@ def test_a_raced_best_that_reads_bti_files_is_a_phase_on_the_bti_node(tmp_path):
     assert best[bench.FORMAT] == "bti" and found["node"] == shape.BTI_NODE.name
     args = shape_tuning.parse_args(["--design", "concurrent", "--rounds", "4", "--latest", "--raced", history])
     # The run starts the bti node beside the others; a race without the format needs none.
-    assert shape_tuning.raced_on_bti(args)
+    races = shape_tuning.raced_races(args)
+    assert races == {"b": (history, best, found)} and shape_tuning.raced_on_bti(races)
     plain, _race, _result = _raced(tmp_path)
-    assert not shape_tuning.raced_on_bti(shape_tuning.parse_args(["--design", "concurrent", "--raced", plain]))
+    plain_args = shape_tuning.parse_args(["--design", "concurrent", "--raced", plain])
+    assert not shape_tuning.raced_on_bti(shape_tuning.raced_races(plain_args))
+    assert shape_tuning.raced_races(shape_tuning.parse_args(["--design", "concurrent"])) == {}
     defaults = dict(st.DEFAULTS, key_cache_size=51)
     configs = shape_tuning.arm_configs(args, defaults, dict(defaults, **{st.CHUNK: 4}), best)
     assert shape_tuning.node_of(configs[shape_tuning.RACED]) is shape.BTI_NODE
