@@ -161,8 +161,9 @@ options:
     description:
       - The price of a switch that rewrites the data (docs/plan.md, "A switch that rewrites the data"). A knob the
         catalog marks C(rewrite) (sstable_format, compression.chunk_length_in_kb) pays only once every SSTable is
-        rewritten. O(mode=static) gives the switch's rewrite time, the ops it loses and its break-even, and plans it
-        only when it pays back within O(horizon) (else it keeps those knobs and says why); O(mode=dynamic) keeps
+        rewritten. O(mode=static) gives the switch's rewrite time, the ops it loses (while its restart roll takes
+        nodes down and while the nodes rewrite) and its break-even, and plans it only when it pays back within
+        O(horizon) (else it keeps those knobs and says why); O(mode=dynamic) keeps
         them as they are and gives their price in its reasons.
       - Keys (all optional) C(enabled) (default true; false plans such a switch unpriced in O(mode=static)),
         C(data_bytes) (bytes a node holds; default the O(workload)'s C(data_bytes) over the nodes, else its records

@@ -555,12 +555,24 @@ def _rewrite_reason(knobs, model, workload_base, roll, ops_per_s, current, catal
     if size is None:
         return text + "; its price needs the data a node holds: rewrite.data_bytes)"
     rate, bound = model.rate(current, catalog)
-    cost = rewrites.price(size, rate, model.loss, ops_per_s, ops_per_s, roll.nodes, model.order)
-    return text + ": %s a node at %s, %s in all, %s ops lost at the throughput in place; %.1f GB a node from %s)" % (
+    restart = any(catalog.apply_kind(n, current.get(n)) != "live" for n in knobs)
+    cost = rewrites.price(
+        size,
+        rate,
+        model.loss,
+        ops_per_s,
+        ops_per_s,
+        roll.nodes,
+        model.order,
+        roll.duration(restart),
+        rewrites.down_time(roll, restart),
+    )
+    return text + ": %s a node at %s, %s in all, %s ops lost at the throughput in place%s; %.1f GB a node from %s)" % (
         rewrites.duration(cost["seconds_per_node"]),
         bound,
         rewrites.duration(cost["seconds"]),
         f"{cost['ops_lost']:,.0f}",
+        " (%s of them while the nodes restart)" % f"{cost['roll_ops_lost']:,.0f}" if cost["roll_ops_lost"] else "",
         size / 1e9,
         source,
     )

@@ -7,9 +7,17 @@ CPU from the clients while it runs.
 
     seconds a node  t = data bytes per node / rate
     rate            = min(rate_mib_s, the compaction throughput in place after the switch; 0 = unthrottled)
-    ops lost        = loss x cluster ops/s before x t
+    ops lost        = loss x cluster ops/s before x t               (the rewrite)
+                    + cluster ops/s before x roll down time         (the restart roll before it)
     break-even      = ops lost / (ops/s after - ops/s before)      (seconds of the gain that win the loss back)
     pays back after = roll + rewrite time + break-even              (from the start of the switch)
+
+The roll down time counts the roll as cost_benefit.Roll lays it out: each batch is offline T_r seconds with its
+share of the nodes, so it is the sum of T_r x batch / N over the batches (down_time()): T_r in all for a restart
+roll, whatever the batch, and 0 for a live change. The nodes already restarted serve at the old throughput, since
+their files are still the old ones (the dynamic planner's timeline counts a roll the same way, with the new
+configuration's throughput on the switched nodes; a rewrite knob is never switched there, so nothing is counted
+twice).
 
 Node by node (the default) the rewrite takes N t and one node of N loses ``loss`` of its share at a time; all at
 once it takes t and every node loses it: the same ops lost, over a shorter time. The price counts no gain before
@@ -156,10 +164,28 @@ def rewritten(catalog, names):
     return out
 
 
-def price(data_bytes, rate_bytes_s, loss, ops_per_s_before, ops_per_s_after, nodes=1, order="node_by_node", roll_s=0.0):
-    """The price of rewriting data_bytes per node at rate_bytes_s (see the module's docstring): {seconds_per_node,
-    seconds, ops_lost, gain_ops_per_s, break_even_s (ops lost / gain; None without a gain), pays_back_s (roll_s +
-    seconds + break_even_s, from the start of the switch; None without a gain), ...}."""
+def down_time(roll, restart=True):
+    """Seconds of the whole cluster's throughput a roll (cost_benefit.Roll) takes offline: each batch's time down x
+    the share of the nodes in it (Roll.layout), summed; restart_s for a restart roll, 0 for a live change."""
+    return sum((end - start) * max(0.0, 1.0 - old - new) for start, end, old, new in roll.layout(restart))
+
+
+def price(
+    data_bytes,
+    rate_bytes_s,
+    loss,
+    ops_per_s_before,
+    ops_per_s_after,
+    nodes=1,
+    order="node_by_node",
+    roll_s=0.0,
+    roll_down_s=0.0,
+):
+    """The price of rewriting data_bytes per node at rate_bytes_s after a roll of roll_s seconds that takes
+    roll_down_s seconds of the cluster's throughput offline (down_time(); see the module's docstring):
+    {seconds_per_node, seconds, rewrite_ops_lost, roll_ops_lost, ops_lost (both), gain_ops_per_s, break_even_s (ops
+    lost / gain; None without a gain), pays_back_s (roll_s + seconds + break_even_s, from the start of the switch;
+    None without a gain), ...}."""
     data_bytes = checks.number("data_bytes", data_bytes, RewriteError, minimum=0)
     rate_bytes_s = checks.number("rate", rate_bytes_s, RewriteError, above=0)
     loss = checks.number("loss", loss, RewriteError, minimum=0)
@@ -167,12 +193,18 @@ def price(data_bytes, rate_bytes_s, loss, ops_per_s_before, ops_per_s_after, nod
     after = checks.number("ops_per_s_after", ops_per_s_after, RewriteError, minimum=0)
     nodes = checks.whole("nodes", nodes, RewriteError)
     roll_s = checks.number("roll_s", roll_s, RewriteError, minimum=0)
+    roll_down_s = checks.number("roll_down_s", roll_down_s, RewriteError, minimum=0)
+    if roll_down_s > roll_s * (1 + 1e-9):
+        raise RewriteError("roll_down_s: %r is more than the roll's %r seconds" % (roll_down_s, roll_s))
     if order not in ORDERS:
         raise RewriteError("order: %r is not allowed; choose one of %s" % (order, ", ".join(ORDERS)))
     per_node = data_bytes / rate_bytes_s
     seconds = per_node * (nodes if order == "node_by_node" else 1)
     # Node by node, 1/N of the cluster loses `loss` for N t; all at once, all of it for t: the same ops.
-    lost = loss * before * per_node
+    rewrite_lost = loss * before * per_node
+    # The restart roll before it: the nodes down serve nothing, the restarted ones still the old throughput.
+    roll_lost = before * roll_down_s
+    lost = rewrite_lost + roll_lost
     gain = after - before
     even = lost / gain if gain > 0 else None
     return {
@@ -183,6 +215,10 @@ def price(data_bytes, rate_bytes_s, loss, ops_per_s_before, ops_per_s_after, nod
         "seconds_per_node": round(per_node, 1),
         "seconds": round(seconds, 1),
         "loss": loss,
+        "roll_s": round(roll_s, 1),
+        "roll_down_s": round(roll_down_s, 1),
+        "rewrite_ops_lost": round(rewrite_lost, 1),
+        "roll_ops_lost": round(roll_lost, 1),
         "ops_lost": round(lost, 1),
         "gain_ops_per_s": round(gain, 1),
         "break_even_s": None if even is None else round(even, 1),
@@ -214,10 +250,21 @@ def describe(names, cost, source, bound):
     )
     if cost["order"] == "node_by_node" and cost["nodes"] > 1:
         text += ", node by node %s in all" % duration(cost["seconds"])
-    text += ", losing %s ops (%.0f %% of the throughput while a node rewrites)" % (
-        f"{cost['ops_lost']:,.0f}",
-        100.0 * cost["loss"],
-    )
+    if cost.get("roll_ops_lost"):
+        text += (
+            ", losing %s ops (%s while the nodes restart, %s at %.0f %% of the throughput while a node rewrites)"
+            % (
+                f"{cost['ops_lost']:,.0f}",
+                f"{cost['roll_ops_lost']:,.0f}",
+                f"{cost['rewrite_ops_lost']:,.0f}",
+                100.0 * cost["loss"],
+            )
+        )
+    else:
+        text += ", losing %s ops (%.0f %% of the throughput while a node rewrites)" % (
+            f"{cost['ops_lost']:,.0f}",
+            100.0 * cost["loss"],
+        )
     if cost["break_even_s"] is None:
         return text + "; with no predicted gain it never pays back"
     return text + "; the gain (%s ops/s) wins that back in %s, so the switch pays back %s after it starts" % (

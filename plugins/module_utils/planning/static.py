@@ -132,7 +132,15 @@ def make_plan(
             else:
                 rate, bound = rewrite.rate(chosen, catalog)
                 cost = rewrites.price(
-                    size, rate, rewrite.loss, before, after, roll.nodes, rewrite.order, roll.duration(restart)
+                    size,
+                    rate,
+                    rewrite.loss,
+                    before,
+                    after,
+                    roll.nodes,
+                    rewrite.order,
+                    roll.duration(restart),
+                    rewrites.down_time(roll, restart),
                 )
                 text = rewrites.describe(knobs, cost, source, bound)
                 if cost["pays_back_s"] is None or cost["pays_back_s"] > horizon_s:

@@ -59,12 +59,15 @@ def _plan(space, catalog, workload, reads_matter=False, nodes=1, **kwargs):
 
 # ------------------------------------------------------------------------------------------------ arithmetic
 def test_the_price_of_the_bench_nodes_bti_rewrite_by_hand():
-    cost = rw.price(4.3 * GB, 9.25 * MIB, 0.31, BIG, BTI, nodes=1, roll_s=40.0)
+    cost = rw.price(4.3 * GB, 9.25 * MIB, 0.31, BIG, BTI, nodes=1, roll_s=40.0, roll_down_s=40.0)
     seconds = 4.3e9 / (9.25 * MIB)
     assert cost["seconds_per_node"] == pytest.approx(seconds, abs=0.1) == pytest.approx(443.3, abs=0.1)
-    assert cost["ops_lost"] == pytest.approx(0.31 * BIG * seconds, abs=0.1)
+    assert cost["rewrite_ops_lost"] == pytest.approx(0.31 * BIG * seconds, abs=0.1)
+    assert cost["roll_ops_lost"] == BIG * 40.0  # the one node down for its 40 s restart
+    assert cost["ops_lost"] == pytest.approx(0.31 * BIG * seconds + BIG * 40.0, abs=0.1)
     assert cost["gain_ops_per_s"] == pytest.approx(324.0)
-    assert cost["break_even_s"] == pytest.approx(0.31 * BIG * seconds / 324.0, abs=0.1)
+    assert cost["break_even_s"] == pytest.approx((0.31 * BIG * seconds + BIG * 40.0) / 324.0, abs=0.1)
+    assert cost["break_even_s"] == pytest.approx(762.3, abs=0.1)
     assert cost["pays_back_s"] == pytest.approx(40.0 + seconds + cost["break_even_s"], abs=0.2)
     # With no clients the rewrite ran at the 64 MiB/s throttle: about 64 s, as measured.
     assert rw.price(4.3 * GB, 64 * MIB, 0.31, BIG, BTI)["seconds"] == pytest.approx(64.1, abs=0.1)
@@ -79,6 +82,29 @@ def test_the_measured_chunk_rewrite_is_what_the_defaults_give():
     assert cost["seconds"] == pytest.approx(2166, rel=0.01)
     assert cost["ops_lost"] == pytest.approx(1.40e6, rel=0.02)
     assert 45 * 60 < cost["break_even_s"] < 50 * 60  # "about 50 minutes of B to win back"
+
+
+def test_the_restart_roll_loses_its_nodes_share_while_they_are_down():
+    # Each batch is down restart_s with its share of the nodes (cost_benefit.Roll.layout): T_r of the whole
+    # cluster's throughput in all, whatever the batch; a live change takes no node down.
+    assert rw.down_time(Roll(1, 1, 40.0)) == 40.0
+    assert rw.down_time(Roll(3, 1, 40.0)) == pytest.approx(40.0)
+    assert rw.down_time(Roll(6, 2, 70.0)) == pytest.approx(70.0)
+    assert rw.down_time(Roll(3, 1, 40.0, live_s=15.0), restart=False) == 0.0
+    roll = Roll(3, 1, 40.0)
+    cost = rw.price(4.3 * GB, 9.25 * MIB, 0.31, 3 * BIG, 3 * BTI, 3, "node_by_node", 120.0, rw.down_time(roll))
+    assert cost["roll_ops_lost"] == pytest.approx(3 * BIG * 40.0, abs=0.1)
+    assert cost["ops_lost"] == pytest.approx(cost["rewrite_ops_lost"] + cost["roll_ops_lost"], abs=0.1)
+    assert cost["break_even_s"] == pytest.approx(cost["ops_lost"] / (3 * 324.0), abs=0.1)
+    assert cost["pays_back_s"] == pytest.approx(120.0 + cost["seconds"] + cost["break_even_s"], abs=0.2)
+    text = rw.describe(["sstable_format"], cost, "rewrite.data_bytes", "9.25 MiB/s (rewrite.rate_mib_s)")
+    assert "losing 740,957 ops (167,040 while the nodes restart, 573,917 at 31 % of the throughput" in text
+    # Without a roll down time (a live change, or a caller that gives none) the price is the rewrite's alone.
+    alone = rw.price(4.3 * GB, 9.25 * MIB, 0.31, 3 * BIG, 3 * BTI, 3, "node_by_node", 120.0)
+    assert alone["roll_ops_lost"] == 0.0 and alone["ops_lost"] == cost["rewrite_ops_lost"]
+    assert "while the nodes restart" not in rw.describe(["sstable_format"], alone, "x", "y")
+    with pytest.raises(rw.RewriteError, match=r"^roll_down_s: 50\.0 is more than the roll's 40\.0 seconds$"):
+        rw.price(GB, MIB, 0.3, 1.0, 2.0, roll_s=40.0, roll_down_s=50.0)
 
 
 def test_node_by_node_takes_longer_and_loses_the_same():
@@ -142,10 +168,12 @@ def test_a_static_plan_prices_its_switch_to_bti(space, catalog):
     assert price["parameters"] == ["sstable_format"]
     assert price["seconds"] == pytest.approx(443.3, abs=0.1)
     assert step["predicted"]["cost_ops"] == price["ops_lost"] > 0
-    assert step["predicted"]["break_even_s"] == price["break_even_s"] == pytest.approx(589.8, abs=1.0)
-    assert price["pays_back_s"] == pytest.approx(40.0 + 443.3 + 589.8, abs=1.0)
+    assert price["roll_ops_lost"] == BIG * 40.0 and price["roll_s"] == 40.0
+    assert step["predicted"]["break_even_s"] == price["break_even_s"] == pytest.approx(762.3, abs=1.0)
+    assert price["pays_back_s"] == pytest.approx(40.0 + 443.3 + 762.3, abs=1.0)
     assert step["predicted"]["gain_ops"] > 0 and step["predicted"]["kept_s"] == 1800.0
-    assert "rewrites every SSTable" in step["reason"] and "pays back 17 min 54 s after it starts" in step["reason"]
+    assert "rewrites every SSTable" in step["reason"] and "pays back 20 min 46 s after it starts" in step["reason"]
+    assert "55,680 while the nodes restart" in step["reason"]
     assert any("within the horizon of 30 min" in r for r in body["reasons"])
     # The plan file takes the price as it is.
     doc = planfile.build(body, "cassandra", 1_800_000_000, "5.0.9", {"cl": "ONE", "nodes": 1}, {"file": "m.json"})
@@ -234,6 +262,7 @@ def test_a_dynamic_plan_keeps_the_rewrite_knobs_and_gives_their_price(space, cat
     (reason,) = [r for r in body["reasons"] if r.startswith("left out of the search")]
     assert "sstable_format (a switch rewrites every SSTable: 7 min 23 s a node at 9.25 MiB/s" in reason
     assert "22 min 10 s in all" in reason and "4.3 GB a node from the workload sample's data_bytes" in reason
+    assert "of them while the nodes restart)" in reason  # sstable_format is a restart: the roll's share of the ops
     # Without a size, the reason says what the price needs.
     body = dynamic.make_plan(f_ops, forecast, {}, Roll(3, 1, 40.0), catalog, rewrite=rw.RewriteModel())
     assert any("its price needs the data a node holds: rewrite.data_bytes" in r for r in body["reasons"])
