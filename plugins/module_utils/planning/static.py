@@ -121,7 +121,7 @@ def make_plan(
     if rewrite is not None and setting and after > before:
         knobs = rewrites.rewritten(catalog, setting)
         if knobs:
-            restart = any(catalog.apply_kind(n, current.get(n)) != "live" for n in setting)
+            restart = any(catalog.apply_kind(n, current.get(n)) == "restart" for n in setting)
             size, source = rewrite.data_per_node(workload, roll.nodes, rf)
             refusal = None
             if size is None:
@@ -159,7 +159,7 @@ def make_plan(
                 setting = changes(catalog, current, chosen)
     steps = []
     if setting and after > before:
-        restart = any(catalog.apply_kind(n, current.get(n)) != "live" for n in setting)
+        restart = any(catalog.apply_kind(n, current.get(n)) == "restart" for n in setting)
         reason = _describe_gain(after, before, evaluations)
         if reasons:
             reason += "; " + "; ".join(reasons)

@@ -288,3 +288,29 @@ def test_a_bad_rewrite_in_the_catalog_is_refused_naming_the_field_and_the_allowe
     with pytest.raises(CatalogError) as err:
         catalog_files.validate_catalog_schema(data)
     assert "[sstable_format].rewrite" in str(err.value) and "sstables" in str(err.value)
+
+
+def test_a_chunk_length_switch_is_a_table_change_priced_without_a_restart_roll(catalog):
+    # ALTER TABLE restarts no node: the rewrite is priced, the roll loses nothing.
+    chunks = FeatureSpace(
+        catalog,
+        ["compression.chunk_length_in_kb", "concurrent_reads"],
+        ranges={"concurrent_reads": [16, 64], "compression.chunk_length_in_kb": [4, 32]},
+    )
+
+    def fn(_workload, config):
+        return BTI if config["compression.chunk_length_in_kb"] <= 8 else BIG
+
+    current = chunks.complete({})
+    body = static.make_plan(
+        tuner.FunctionThroughput(fn, space=chunks),
+        dict(B, data_bytes=int(4.3 * GB)),
+        current,
+        Roll(1, 1, 40.0),
+        catalog,
+        generations=8,
+        rewrite=rw.RewriteModel(),
+    )
+    (step,) = body["steps"]
+    assert step["configuration"]["compression.chunk_length_in_kb"] <= 8 and step["restart"] is False
+    assert step["predicted"]["rewrite"]["roll_ops_lost"] == 0
