@@ -75,8 +75,8 @@ options:
   horizon:
     description:
       - Seconds of O(schedule_file) to plan over; in O(mode=heterogeneous), how long the assignment is kept; in
-        O(mode=static), how long the configuration is kept - a switch that rewrites the data (O(rewrite)) is
-        planned only when it pays back within it.
+        O(mode=static), how long the configuration is kept - a switch that restarts nodes or rewrites the data
+        (O(rewrite)) is planned only when the ops its roll and rewrite lose are won back within it.
     type: float
     default: 1800
   workload:

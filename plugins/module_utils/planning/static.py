@@ -12,6 +12,10 @@ compression.chunk_length_in_kb) is priced (rewrite.py): the step carries the rew
 its break-even, and the switch is planned only when it pays back within ``horizon_s`` (how long the configuration
 is kept). When it does not, or when the data a node holds is not known, the rewrite knobs keep their values and the
 tuner searches again without them: the plan then switches only what pays without a rewrite, and says why.
+
+Any other switch that restarts nodes is priced on its roll alone (the ops the nodes down do not serve) and held to
+the same horizon; when the gain does not win the roll back, the knobs that need a restart keep their values and the
+tuner searches again for what changes live or by ALTER TABLE.
 """
 
 from __future__ import annotations
@@ -62,6 +66,25 @@ def _describe_gain(after, before, evaluations):
             100.0 * (after - before) / before if before else 0.0,
             evaluations,
         )
+    )
+
+
+def _roll_price(catalog, current, setting, roll, before, after, horizon_s):
+    """({cost_ops, break_even_s, gain_ops} of a switch that restarts nodes, or None for a live one; a refusal text
+    when the ops its roll loses are not won back within the horizon, else None)."""
+    if not any(catalog.apply_kind(n, current.get(n)) == "restart" for n in setting):
+        return None, None
+    roll_s = roll.duration(True)
+    lost = before * rewrites.down_time(roll, True)
+    gain = (after - before) * max(0.0, horizon_s - roll_s) - lost
+    even = lost / (after - before)
+    price = {"cost_ops": round(lost, 1), "break_even_s": round(even, 1), "gain_ops": round(gain, 1)}
+    if gain > 0:
+        return price, None
+    return price, (
+        "a roll of restarts (%s) loses about %s ops, which the predicted gain wins back only after %s; not planned: "
+        "it does not pay back within the horizon of %s"
+        % (rewrites.duration(roll_s), f"{lost:,.0f}", rewrites.duration(roll_s + even), rewrites.duration(horizon_s))
     )
 
 
@@ -157,6 +180,23 @@ def make_plan(
                 evaluations += again["evaluations"]
                 chosen, after, cost = again["config"], again["score"], None
                 setting = changes(catalog, current, chosen)
+    roll_cost = None
+    if setting and after > before and cost is None:
+        roll_cost, refusal = _roll_price(catalog, current, setting, roll, before, after, horizon_s)
+        if refusal is None and roll_cost is not None:
+            reasons.append(
+                "a roll of restarts loses about %s ops, won back %s after it ends"
+                % (f"{roll_cost['cost_ops']:,.0f}", rewrites.duration(roll_cost["break_even_s"]))
+            )
+        if refusal is not None:
+            # Keep what needs a restart as it is and search again: what pays without a roll of restarts.
+            reasons.append(refusal)
+            knobs = [n for n in throughput.space.parameters if catalog.apply_kind(n, current.get(n)) == "restart"]
+            refused = sorted(set(refused) | set(knobs))
+            again = search({n: current[n] for n in refused if n in throughput.space.parameters})
+            evaluations += again["evaluations"]
+            chosen, after, roll_cost = again["config"], again["score"], None
+            setting = changes(catalog, current, chosen)
     steps = []
     if setting and after > before:
         restart = any(catalog.apply_kind(n, current.get(n)) == "restart" for n in setting)
@@ -178,6 +218,9 @@ def make_plan(
             )
             predicted["kept_s"] = horizon_s
             predicted["rewrite"] = dict(cost, parameters=sorted(rewrites.rewritten(catalog, setting)))
+        elif roll_cost:
+            predicted.update(roll_cost)
+            predicted["kept_s"] = horizon_s
         steps.append(
             planfile.new_step(
                 step=0,

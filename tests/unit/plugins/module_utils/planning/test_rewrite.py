@@ -314,3 +314,41 @@ def test_a_chunk_length_switch_is_a_table_change_priced_without_a_restart_roll(c
     (step,) = body["steps"]
     assert step["configuration"]["compression.chunk_length_in_kb"] <= 8 and step["restart"] is False
     assert step["predicted"]["rewrite"]["roll_ops_lost"] == 0
+
+
+def _restart_plan(catalog, gain_share, **kwargs):
+    """A space of one restart knob (memtable_flush_writers, +gain_share at 4 and above) and one live knob
+    (concurrent_reads, +1 % at 48 and above), planned with a 40 s restart per node."""
+    knobs = FeatureSpace(
+        catalog,
+        ["memtable_flush_writers", "concurrent_reads"],
+        ranges={"memtable_flush_writers": [1, 8], "concurrent_reads": [16, 64]},
+    )
+
+    def fn(_workload, config):
+        ops = BIG * (1 + gain_share if config["memtable_flush_writers"] >= 4 else 1.0)
+        return ops * (1.01 if config["concurrent_reads"] >= 48 else 1.0)
+
+    current = knobs.complete({"memtable_flush_writers": 2})
+    f_ops = tuner.FunctionThroughput(fn, space=knobs)
+    return static.make_plan(f_ops, B, current, Roll(3, 1, 40.0), catalog, generations=8, **kwargs)
+
+
+def test_a_restart_switch_carries_the_ops_its_roll_loses(catalog):
+    (step,) = _restart_plan(catalog, 0.20)["steps"]
+    assert step["restart"] is True and step["configuration"]["memtable_flush_writers"] >= 4
+    # Three nodes down 40 s each, a third of the cluster at a time: 40 s of the whole cluster's throughput.
+    assert step["predicted"]["cost_ops"] == pytest.approx(BIG * 40.0, rel=1e-3)
+    assert step["predicted"]["break_even_s"] > 0 and step["predicted"]["gain_ops"] > 0
+    assert "a roll of restarts loses about" in step["reason"]
+
+
+def test_a_restart_switch_that_does_not_pay_back_within_the_horizon_leaves_the_restart_knobs(catalog):
+    # About +4 % in all wins back the roll's 40 s of the cluster's throughput after about 17 min: within the default
+    # horizon of 30 min, not within 10 min.
+    body = _restart_plan(catalog, 0.03, horizon_s=600.0)
+    (step,) = body["steps"]
+    assert "memtable_flush_writers" not in step["configuration"] and step["restart"] is False
+    assert step["configuration"]["concurrent_reads"] >= 48 and step["predicted"]["cost_ops"] == 0.0
+    assert "not planned: it does not pay back within the horizon of 10 min" in step["reason"]
+    assert _restart_plan(catalog, 0.03)["steps"][0]["restart"] is True
