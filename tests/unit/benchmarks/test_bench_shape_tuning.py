@@ -510,12 +510,17 @@ def test_compact_first_compacts_every_table_an_arm_reads_once_and_prices_it(monk
     tuned = {"concurrent_reads": 124, bench.st.CHUNK: 4}
     configs = bench.arm_configs(args, {"concurrent_reads": 32}, tuned, raced=dict(tuned, concurrent_reads=64))
     # The defaults (bench node, 16 KiB), the node A/A's defaults on the tuned node (16 KiB), then the tuned and
-    # raced arms' 4 KiB table (once); the latest node's BTI data set is its own.
+    # raced arms' 4 KiB table (once), and the latest node's own.
     pairs = [(node.name, table) for node, table in bench.tables_read(configs)]
-    assert pairs == [("bench-cassandra1", "usertable"), ("bench-tuned1", "usertable"), ("bench-tuned1", "usertable_c4")]
+    assert pairs == [
+        ("bench-cassandra1", "usertable"),
+        ("bench-tuned1", "usertable"),
+        ("bench-tuned1", "usertable_c4"),
+        ("bench-latest1", "usertable"),
+    ]
     switches = bench.compact_first(configs, print)
-    assert [(node, table) for node, table, _when in compactions] == [pairs[0], pairs[2]]
-    assert [s["phase"] for s in switches] == ["the phases"] * 2
+    assert [(node, table) for node, table, _when in compactions] == [pairs[0], pairs[2], pairs[3]]
+    assert [s["phase"] for s in switches] == ["the phases"] * 3
     assert bench.switch_note(switches[0]).startswith(
         "- the compaction before the phases (bench-cassandra1, usertable): 70 s, 36 s of node CPU, 4400 MB written, "
         "SSTables 4 -> 1"
@@ -538,12 +543,13 @@ def test_compact_each_phase_compacts_the_two_tables_of_every_phase_before_it(mon
     samplers = {node.name: _Sampler() for node in nodes}
     switches = []
     windows = bench.measure_pairs("f", configs, args, samplers, None, print, switches, {})
-    # Before each phase's first window (4 windows a phase): the bench node's table and B's; latest's left alone.
+    # Before each phase's first window (4 windows a phase): the bench node's table and B's (the latest node's too).
     assert compactions == [
         ("bench-cassandra1", "usertable", 0),
         ("bench-tuned1", "usertable", 0),
         ("bench-cassandra1", "usertable", 4),
         ("bench-cassandra1", "usertable", 8),
+        ("bench-latest1", "usertable", 8),
     ]
     assert [s["phase"] for s in switches][-1] == bench.LATEST and len(windows) == 12
     with pytest.raises(SystemExit):
