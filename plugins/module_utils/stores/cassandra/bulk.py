@@ -347,11 +347,12 @@ def link_into_table(dataset, data_dir, copy=False):
     return {"seconds": round(time.monotonic() - began, 1), "bytes": size, "table_dir": target}
 
 
-def is_loaded(dataset, data_dir, copy=False):
+def is_loaded(dataset, data_dir, copy=False, exact=False):
     """True when the node's table holds the data set's files as they were linked in (same inodes): no compaction
     has rewritten them since. With copy (the files were copied in), the same names and sizes stand for the same
-    files (a compaction writes files of new names), and a hard link to them does not count. False when the table or
-    the files are missing."""
+    files (a compaction writes files of new names), and a hard link to them does not count. With exact, the table
+    holds nothing else either: no SSTable that later writes flushed beside them. False when the table or the files
+    are missing."""
     try:
         target = table_dir(data_dir, dataset["keyspace"], dataset["table"])
     except BulkLoadError:
@@ -369,4 +370,4 @@ def is_loaded(dataset, data_dir, copy=False):
         return False  # linked, not copied: it shares its cached pages
     kept = {identity(path) for path in kept_paths}
     live = {identity(path) for path in live_paths}
-    return bool(kept) and kept <= live
+    return bool(kept) and (kept == live if exact else kept <= live)

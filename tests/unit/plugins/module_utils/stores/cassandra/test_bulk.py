@@ -73,6 +73,12 @@ def test_link_into_an_empty_table_links_the_large_files_and_copies_the_small(tmp
     )
     assert bulk.is_loaded(dataset, str(data)) is True
     assert bulk.is_loaded(dataset, str(data), copy=True) is False  # linked where a copy is wanted
+    # Writes flushed beside the data set: still its files, but not only them.
+    (table / "nb-9-big-Data.db").write_bytes(b"w")
+    assert bulk.is_loaded(dataset, str(data)) is True
+    assert bulk.is_loaded(dataset, str(data), exact=True) is False
+    os.unlink(table / "nb-9-big-Data.db")
+    assert bulk.is_loaded(dataset, str(data), exact=True) is True
     # A compaction that rewrote the data: no longer the data set.
     os.unlink(table / "nb-1-big-Data.db")
     (table / "nb-2-big-Data.db").write_bytes(b"y")
