@@ -115,9 +115,18 @@ class PlanContext:
             memory_mb = float(hardware["ram_gb"]) * 1024.0 if hardware.get("ram_gb") else None
         except surrogate_features.SurrogateError:
             heap_mb = memory_mb = None
-        return surrogate_design.feasible_by_catalog(
+        rule = surrogate_design.feasible_by_catalog(
             self.catalog, memory_mb=memory_mb, heap_mb=heap_mb or None, in_place=self.current
         )
+        # A configuration in place that the rule refuses would be scored as infeasible, and any switch would look
+        # like a gain over it: refuse the plan and say what to give instead.
+        ok, reason = rule(self.current_configuration())
+        if not ok:
+            raise PlanningError(
+                "current: the configuration in place does not pass the catalog (%s); give the settings the nodes "
+                "run in current" % reason
+            )
+        return rule
 
 
 # ------------------------------------------------------------------------------------------------ the modes

@@ -134,6 +134,12 @@ def make_plan(
         )
 
     found = search({})
+    if not found["included"][0]["feasible"]:
+        # Scored as infeasible, the configuration in place would make any switch look like a gain.
+        raise PlanningError(
+            "current: the configuration in place does not pass the feasibility rule (the catalog's constraints or "
+            "the memory budget); give the settings the nodes run"
+        )
     before = found["included"][0]["score"]
     evaluations = found["evaluations"]
     reasons = []

@@ -226,3 +226,19 @@ def test_new_step_puts_the_keys_in_one_order_and_leaves_out_none():
     assert full["restart"] is False and full["from_candidate"] == 0  # falsy values are kept, only None is left out
     doc = planfile.build({"steps": [full], "predicted": {"ops": 1.0}, "baselines": {}}, "cassandra", START)
     assert doc["steps"][0]["at"] == "2027-01-15T08:00:30Z" and "from_candidate" not in doc["steps"][0]
+
+
+def test_a_configuration_in_place_the_catalog_refuses_is_named_not_planned_from():
+    # A node on BTI files gives its storage compatibility mode too: without it the default (CASSANDRA_4) would make
+    # the configuration in place infeasible, and any switch would look like a gain over it.
+    context, options = modes.from_params(_params("static", current={"sstable_format": "bti"}))
+    with pytest.raises(
+        PlanningError,
+        match=r"^current: the configuration in place does not pass the catalog \(.*"
+        r"sstable_format: bti needs storage_compatibility_mode UPGRADING or NONE",
+    ):
+        modes.make_plan_document(context, options)
+    context, options = modes.from_params(
+        _params("static", current={"sstable_format": "bti", "storage_compatibility_mode": "NONE"})
+    )
+    assert modes.make_plan_document(context, options)["kind"] == "static"

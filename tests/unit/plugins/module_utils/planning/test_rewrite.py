@@ -352,3 +352,14 @@ def test_a_restart_switch_that_does_not_pay_back_within_the_horizon_leaves_the_r
     assert step["configuration"]["concurrent_reads"] >= 48 and step["predicted"]["cost_ops"] == 0.0
     assert "not planned: it does not pay back within the horizon of 10 min" in step["reason"]
     assert _restart_plan(catalog, 0.03)["steps"][0]["restart"] is True
+
+
+def test_a_configuration_in_place_that_fails_the_feasibility_rule_is_refused(space, catalog):
+    # BTI files without their storage compatibility mode: the default, CASSANDRA_4, fails the catalog's rule.
+    current = space.complete({"sstable_format": "bti"})
+    f_ops = tuner.FunctionThroughput(_bench(), space=space)
+    feasible = surrogate_design.feasible_by_catalog(catalog, in_place=current)
+    with pytest.raises(PlanningError, match=r"^current: the configuration in place does not pass the feasibility"):
+        static.make_plan(
+            f_ops, dict(B, data_bytes=int(4.3 * GB)), current, Roll(1, 1, 40.0), catalog, feasible=feasible
+        )
