@@ -557,6 +557,11 @@ class Catalog:
             return math.isclose(float(left), float(right), rel_tol=1e-6, abs_tol=1e-9)
         return left == right
 
+    def restarting(self, names, before):
+        """Those of names whose change restarts the nodes (apply_kind restart from their value in before, a
+        mapping): a live change or a table option (ALTER TABLE) restarts none."""
+        return [name for name in names if self.apply_kind(name, before.get(name)) == "restart"]
+
     def apply_kind(self, name, before=None):
         """live, restart or table. A live setting whose running value is one of its live.restart_from values (a
         row cache started at 0 is a no-op cache whose capacity cannot be set) needs a restart to change."""

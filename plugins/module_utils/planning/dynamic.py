@@ -557,7 +557,7 @@ def _rewrite_reason(knobs, model, workload_base, roll, ops_per_s, current, catal
     if size is None:
         return text + "; its price needs the data a node holds: rewrite.data_bytes)"
     rate, bound = model.rate(current, catalog)
-    restart = any(catalog.apply_kind(n, current.get(n)) == "restart" for n in knobs)
+    restart = bool(catalog.restarting(knobs, current))
     cost = rewrites.price(
         size,
         rate,

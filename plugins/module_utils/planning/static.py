@@ -72,7 +72,7 @@ def _describe_gain(after, before, evaluations):
 def _roll_price(catalog, current, setting, roll, before, after, horizon_s):
     """({cost_ops, break_even_s, gain_ops} of a switch that restarts nodes, or None for a live one; a refusal text
     when the ops its roll loses are not won back within the horizon, else None)."""
-    if not any(catalog.apply_kind(n, current.get(n)) == "restart" for n in setting):
+    if not catalog.restarting(setting, current):
         return None, None
     roll_s = roll.duration(True)
     lost = before * rewrites.down_time(roll, True)
@@ -150,7 +150,7 @@ def make_plan(
     if rewrite is not None and setting and after > before:
         knobs = rewrites.rewritten(catalog, setting)
         if knobs:
-            restart = any(catalog.apply_kind(n, current.get(n)) == "restart" for n in setting)
+            restart = bool(catalog.restarting(setting, current))
             size, source = rewrite.data_per_node(workload, roll.nodes, rf)
             refusal = None
             if size is None:
@@ -197,7 +197,7 @@ def make_plan(
         if refusal is not None:
             # Keep what needs a restart as it is and search again: what pays without a roll of restarts.
             reasons.append(refusal)
-            knobs = [n for n in throughput.space.parameters if catalog.apply_kind(n, current.get(n)) == "restart"]
+            knobs = catalog.restarting(throughput.space.parameters, current)
             refused = sorted(set(refused) | set(knobs))
             again = search({n: current[n] for n in refused if n in throughput.space.parameters})
             evaluations += again["evaluations"]
@@ -205,7 +205,7 @@ def make_plan(
             setting = changes(catalog, current, chosen)
     steps = []
     if setting and after > before:
-        restart = any(catalog.apply_kind(n, current.get(n)) == "restart" for n in setting)
+        restart = bool(catalog.restarting(setting, current))
         reason = _describe_gain(after, before, evaluations)
         if reasons:
             reason += "; " + "; ".join(reasons)
